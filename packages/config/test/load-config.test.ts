@@ -1,0 +1,89 @@
+import t from 'tap'
+import { Type } from '@sinclair/typebox'
+import { ConfigError, loadConfig, serverSettings } from '../src/index.ts'
+
+const Schema = Type.Object({
+  ...serverSettings({ port: 8080 }),
+  API_TOKEN: Type.Optional(Type.String()),
+  RETRIES: Type.Integer({ default: 3, minimum: 0, maximum: 10 }),
+})
+
+function problemsOf(env: NodeJS.ProcessEnv): readonly string[] {
+  try {
+    loadConfig(Schema, env)
+  } catch (error) {
+    if (error instanceof ConfigError) return error.problems
+    throw error
+  }
+  throw new Error('expected loadConfig to throw')
+}
+
+t.test('unset variables take their defaults', async (t) => {
+  const config = loadConfig(Schema, {})
+  t.same(config, { HOST: '0.0.0.0', PORT: 8080, LOG_LEVEL: 'info', RETRIES: 3 })
+})
+
+t.test('numeric variables are coerced to numbers', async (t) => {
+  const config = loadConfig(Schema, { PORT: '3000', RETRIES: '0' })
+  t.equal(config.PORT, 3000)
+  t.equal(config.RETRIES, 0)
+})
+
+t.test('an empty variable counts as unset', async (t) => {
+  const config = loadConfig(Schema, { PORT: '', API_TOKEN: '' })
+  t.equal(config.PORT, 8080)
+  t.notOk('API_TOKEN' in config)
+})
+
+t.test('CORS_ORIGINS is read as a trimmed list', async (t) => {
+  const config = loadConfig(Schema, { CORS_ORIGINS: 'https://a.example, https://b.example,' })
+  t.same(config.CORS_ORIGINS, ['https://a.example', 'https://b.example'])
+})
+
+t.test('variables the schema does not declare are ignored', async (t) => {
+  const config = loadConfig(Schema, { PATH: '/usr/bin', HOME: '/root' })
+  t.notOk('PATH' in config)
+})
+
+t.test('the returned configuration is frozen', async (t) => {
+  const config = loadConfig(Schema, {})
+  t.ok(Object.isFrozen(config))
+})
+
+t.test('every invalid variable is named on its own line', async (t) => {
+  const problems = problemsOf({ PORT: 'eighty', LOG_LEVEL: 'loud', RETRIES: '11' })
+  t.same(problems, [
+    'PORT must be integer',
+    'LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent',
+    'RETRIES must be <= 10',
+  ])
+})
+
+t.test('a fractional number is rejected, not truncated', async (t) => {
+  t.same(problemsOf({ PORT: '80.5' }), ['PORT must be integer'])
+})
+
+t.test('the error message never contains the offending values', async (t) => {
+  const secret = 'ghp_supersecretvalue'
+  const error = t.throws(() => loadConfig(Type.Object({ API_TOKEN: Type.String({ minLength: 64 }) }), { API_TOKEN: secret }))
+  t.type(error, ConfigError)
+  t.match((error as Error).message, /API_TOKEN must NOT have fewer than 64 characters/)
+  t.notMatch((error as Error).message, secret)
+})
+
+t.test('the message lists every problem under one heading', async (t) => {
+  const error = t.throws(() => loadConfig(Schema, { PORT: '-1', RETRIES: 'x' })) as Error
+  t.equal(error.message, 'Invalid configuration:\n  PORT must be >= 0\n  RETRIES must be integer')
+})
+
+t.test('a variable breaking several rules gets one line', async (t) => {
+  const Strict = Type.Object({ REGION: Type.String({ minLength: 4, pattern: '^eu-' }) })
+  const error = t.throws(() => loadConfig(Strict, { REGION: 'us' })) as ConfigError
+  t.same(error.problems, ['REGION must NOT have fewer than 4 characters'])
+})
+
+t.test('a schema the validator cannot compile is rethrown, not reported as bad input', async (t) => {
+  const Broken = Type.Object({ X: Type.Unsafe<string>({ type: 'no-such-type' }) })
+  const error = t.throws(() => loadConfig(Broken, { X: '1' }))
+  t.notOk(error instanceof ConfigError)
+})

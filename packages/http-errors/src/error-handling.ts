@@ -1,0 +1,75 @@
+import type { FastifyError, FastifyInstance } from 'fastify'
+import { HttpError } from './http-error.ts'
+
+export interface ErrorHandlingOptions {
+  /** The service's error body for a message: `{ detail }` for items-list, `{ error }` for the aggregator. */
+  errorBody: (message: string) => Record<string, unknown>
+  /** The body of an unexpected failure; defaults to `errorBody('Internal Server Error')`. */
+  internalErrorBody?: Record<string, unknown>
+  /** Status for a request that fails its schema; 400 unless the service decides otherwise. */
+  validationStatus?: number
+  /** The message for a request that fails its schema; defaults to Fastify's own ("body/name must be string"). */
+  validationMessage?: (error: FastifyError) => string
+  /** Turns the service's own error types into answers; `undefined` means "not mine". */
+  mapError?: (error: unknown) => HttpError | undefined
+}
+
+/** Errors are answers for this request only: no cache may keep them. */
+const ERROR_HEADERS = { 'cache-control': 'no-store' }
+
+/**
+ * Installs the error and not-found handlers on `app`, so that every failure, ours or the
+ * framework's, is answered in the service's JSON shape. Client errors keep their message;
+ * anything unexpected is logged and answered 500 with a fixed body, never a stack trace.
+ */
+export function registerErrorHandling(app: FastifyInstance, options: ErrorHandlingOptions): void {
+  const { errorBody, validationStatus = 400, validationMessage = (error) => error.message, mapError } = options
+  const internalErrorBody = options.internalErrorBody ?? errorBody('Internal Server Error')
+
+  app.setNotFoundHandler((_request, reply) => {
+    return reply.code(404).headers(ERROR_HEADERS).send(errorBody('Not Found'))
+  })
+
+  app.setErrorHandler<FastifyError>((error, request, reply) => {
+    const answer = error instanceof HttpError ? error : mapError?.(error)
+    if (answer) {
+      const level = answer.statusCode >= 500 ? 'warn' : 'info'
+      request.log[level]({ error: describeError(answer.cause ?? answer) }, 'request failed')
+      return reply.code(answer.statusCode).headers({ ...ERROR_HEADERS, ...answer.headers }).send(answer.body)
+    }
+
+    if (error.validation || error.code === 'FST_ERR_CTP_EMPTY_JSON_BODY') {
+      // An empty JSON body is a missing body: the same answer as a request without one.
+      const message = error.validation ? validationMessage(error) : 'body must be object'
+      request.log.info({ reason: message }, 'request rejected')
+      return reply.code(validationStatus).headers(ERROR_HEADERS).send(errorBody(message))
+    }
+
+    const statusCode = error.statusCode ?? 500
+    if (statusCode >= 400 && statusCode < 500) {
+      // Fastify's client errors (bad JSON, 413, 415, ...) carry fixed, safe messages.
+      request.log.info({ reason: error.message }, 'request rejected')
+      return reply.code(statusCode).headers(ERROR_HEADERS).send(errorBody(error.message))
+    }
+
+    request.log.error({ error: describeError(error) }, 'unexpected error')
+    request.log.debug({ stack: error.stack }, 'unexpected error stack')
+    return reply.code(500).headers(ERROR_HEADERS).send(internalErrorBody)
+  })
+}
+
+/**
+ * What a log line may say about an error: its type, message, code and causes. Stacks stay out
+ * of logs at the default level (they go to `debug`), and nothing else of the error object is
+ * copied, so a request option or header attached to it can never reach a log.
+ */
+export function describeError(error: unknown): Record<string, unknown> {
+  if (!(error instanceof Error)) return { message: String(error) }
+  const { code } = error as { code?: unknown }
+  return {
+    type: error.name,
+    message: error.message,
+    ...(code === undefined ? {} : { code }),
+    ...(error.cause === undefined ? {} : { cause: describeError(error.cause) }),
+  }
+}

@@ -1,0 +1,162 @@
+import t, { type Test } from 'tap'
+import Fastify from 'fastify'
+import { HttpError, describeError, registerErrorHandling, type ErrorHandlingOptions } from '../src/index.ts'
+
+class StoreDown extends Error {}
+
+async function build(t: Test, options: Partial<ErrorHandlingOptions> = {}) {
+  const logLines: string[] = []
+  const app = Fastify({
+    logger: { level: 'info', stream: { write: (line: string) => logLines.push(line) } },
+    bodyLimit: 64,
+    ajv: { customOptions: { coerceTypes: false } },
+  })
+  app.removeContentTypeParser('text/plain')
+  registerErrorHandling(app, { errorBody: (message) => ({ detail: message }), ...options })
+
+  app.get('/http-error', async () => {
+    throw new HttpError(403, { error: 'Forbidden here' }, { headers: { 'retry-after': '30' } })
+  })
+  app.get('/crash', async () => {
+    throw new Error('secret internals at /srv/app.js:12')
+  })
+  app.get('/store-down', async () => {
+    throw new StoreDown('connection refused')
+  })
+  app.post(
+    '/things',
+    { schema: { body: { type: 'object', required: ['name'], properties: { name: { type: 'string' } } } } },
+    async () => ({ ok: true }),
+  )
+
+  await app.ready()
+  t.teardown(() => app.close())
+  return { app, logLines }
+}
+
+t.test('an HttpError is answered with its own status, body and headers', async (t) => {
+  const { app } = await build(t)
+  const res = await app.inject({ method: 'GET', url: '/http-error' })
+  t.equal(res.statusCode, 403)
+  t.same(res.json(), { error: 'Forbidden here' })
+  t.equal(res.headers['retry-after'], '30')
+})
+
+t.test('every error response carries Cache-Control: no-store', async (t) => {
+  const { app } = await build(t)
+  for (const url of ['/http-error', '/crash', '/nowhere']) {
+    const res = await app.inject({ method: 'GET', url })
+    t.equal(res.headers['cache-control'], 'no-store', url)
+  }
+})
+
+t.test('an unknown route is answered 404 in the service shape', async (t) => {
+  const { app } = await build(t)
+  const res = await app.inject({ method: 'GET', url: '/nowhere' })
+  t.equal(res.statusCode, 404)
+  t.same(res.json(), { detail: 'Not Found' })
+})
+
+t.test('an unexpected error is answered 500 with a fixed body and no internals', async (t) => {
+  const { app } = await build(t)
+  const res = await app.inject({ method: 'GET', url: '/crash' })
+  t.equal(res.statusCode, 500)
+  t.same(res.json(), { detail: 'Internal Server Error' })
+  t.notMatch(res.body, /secret internals|at \/|stack/)
+})
+
+t.test('the internal error body can be chosen by the service', async (t) => {
+  const { app } = await build(t, { internalErrorBody: { error: 'Internal server error', details: 'see logs' } })
+  const res = await app.inject({ method: 'GET', url: '/crash' })
+  t.same(res.json(), { error: 'Internal server error', details: 'see logs' })
+})
+
+t.test('an unexpected error is logged with its message but without its stack', async (t) => {
+  const { app, logLines } = await build(t)
+  await app.inject({ method: 'GET', url: '/crash' })
+  const logged = logLines.join('')
+  t.match(logged, /secret internals/)
+  t.notMatch(logged, /"stack"|at .*error-handling\.test/)
+})
+
+t.test('mapError turns a service error into its answer', async (t) => {
+  const { app } = await build(t, {
+    mapError: (error) => (error instanceof StoreDown ? new HttpError(503, { detail: 'Store unavailable' }) : undefined),
+  })
+  const res = await app.inject({ method: 'GET', url: '/store-down' })
+  t.equal(res.statusCode, 503)
+  t.same(res.json(), { detail: 'Store unavailable' })
+})
+
+t.test('an error mapError does not claim is still a 500', async (t) => {
+  const { app } = await build(t, { mapError: () => undefined })
+  const res = await app.inject({ method: 'GET', url: '/store-down' })
+  t.equal(res.statusCode, 500)
+})
+
+t.test('a body failing its schema gets the validation status and message', async (t) => {
+  const { app } = await build(t, { validationStatus: 422 })
+  const res = await app.inject({ method: 'POST', url: '/things', payload: { name: 1 } })
+  t.equal(res.statusCode, 422)
+  t.same(res.json(), { detail: 'body/name must be string' })
+})
+
+t.test('validation failures answer 400 unless the service says otherwise', async (t) => {
+  const { app } = await build(t)
+  const res = await app.inject({ method: 'POST', url: '/things', payload: {} })
+  t.equal(res.statusCode, 400)
+  t.same(res.json(), { detail: "body must have required property 'name'" })
+})
+
+t.test('the validation message can be chosen by the service', async (t) => {
+  const { app } = await build(t, { validationMessage: (error) => `Invalid ${error.validationContext}` })
+  const res = await app.inject({ method: 'POST', url: '/things', payload: {} })
+  t.same(res.json(), { detail: 'Invalid body' })
+})
+
+t.test('an empty JSON body is answered like a missing body', async (t) => {
+  const { app } = await build(t, { validationStatus: 422 })
+  const empty = await app.inject({ method: 'POST', url: '/things', headers: { 'content-type': 'application/json' } })
+  const missing = await app.inject({ method: 'POST', url: '/things' })
+  t.equal(empty.statusCode, 422)
+  t.same(empty.json(), { detail: 'body must be object' })
+  t.equal(missing.statusCode, 422)
+  t.same(missing.json(), { detail: 'body must be object' })
+})
+
+t.test('malformed JSON is answered 400', async (t) => {
+  const { app } = await build(t)
+  const res = await app.inject({
+    method: 'POST',
+    url: '/things',
+    headers: { 'content-type': 'application/json' },
+    payload: '{"name":',
+  })
+  t.equal(res.statusCode, 400)
+  t.same(res.json(), { detail: "Body is not valid JSON but content-type is set to 'application/json'" })
+})
+
+t.test('a body that is not JSON is answered 415', async (t) => {
+  const { app } = await build(t)
+  const res = await app.inject({ method: 'POST', url: '/things', headers: { 'content-type': 'text/plain' }, payload: 'x' })
+  t.equal(res.statusCode, 415)
+  t.same(res.json(), { detail: 'Unsupported Media Type' })
+})
+
+t.test('a body over the limit is answered 413', async (t) => {
+  const { app } = await build(t)
+  const res = await app.inject({ method: 'POST', url: '/things', payload: { name: 'x'.repeat(100) } })
+  t.equal(res.statusCode, 413)
+  t.same(res.json(), { detail: 'Request body is too large' })
+})
+
+t.test('describeError keeps type, message, code and cause, and nothing else', async (t) => {
+  const cause = Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' })
+  const error = Object.assign(new Error('upstream failed', { cause }), { headers: { authorization: 'Bearer x' } })
+  t.same(describeError(error), {
+    type: 'Error',
+    message: 'upstream failed',
+    cause: { type: 'Error', message: 'socket hang up', code: 'ECONNRESET' },
+  })
+  t.same(describeError('plain string'), { message: 'plain string' })
+})
