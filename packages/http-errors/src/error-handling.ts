@@ -1,4 +1,4 @@
-import type { FastifyError, FastifyInstance } from 'fastify'
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyServerOptions } from 'fastify'
 import { HttpError } from './http-error.ts'
 
 export interface ErrorHandlingOptions {
@@ -56,6 +56,20 @@ export function registerErrorHandling(app: FastifyInstance, options: ErrorHandli
     request.log.debug({ stack: error.stack }, 'unexpected error stack')
     return reply.code(500).headers(ERROR_HEADERS).send(internalErrorBody)
   })
+}
+
+/**
+ * Fastify's `frameworkErrors` option: errors found before routing (a malformed percent-encoding
+ * in the URL) bypass the error handler, so they get the service's shape here. They are the
+ * client's doing, hence 400.
+ */
+export function frameworkErrorHandler(
+  options: Pick<ErrorHandlingOptions, 'errorBody'>,
+): NonNullable<FastifyServerOptions['frameworkErrors']> {
+  return (error, request, reply) => {
+    request.log.info({ reason: error.message }, 'request rejected')
+    void (reply as FastifyReply).code(400).headers(ERROR_HEADERS).send(options.errorBody(error.message))
+  }
 }
 
 /**

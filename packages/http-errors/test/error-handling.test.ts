@@ -1,22 +1,25 @@
 import t, { type Test } from 'tap'
 import Fastify from 'fastify'
-import { HttpError, describeError, registerErrorHandling, type ErrorHandlingOptions } from '../src/index.ts'
+import { HttpError, describeError, frameworkErrorHandler, registerErrorHandling, type ErrorHandlingOptions } from '../src/index.ts'
 
 class StoreDown extends Error {}
 
 async function build(t: Test, options: Partial<ErrorHandlingOptions> = {}) {
   const logLines: string[] = []
+  const errorBody = (message: string) => ({ detail: message })
   const app = Fastify({
+    frameworkErrors: frameworkErrorHandler({ errorBody }),
     logger: { level: 'info', stream: { write: (line: string) => logLines.push(line) } },
     bodyLimit: 64,
     ajv: { customOptions: { coerceTypes: false } },
   })
   app.removeContentTypeParser('text/plain')
-  registerErrorHandling(app, { errorBody: (message) => ({ detail: message }), ...options })
+  registerErrorHandling(app, { errorBody, ...options })
 
   app.get('/http-error', async () => {
     throw new HttpError(403, { error: 'Forbidden here' }, { headers: { 'retry-after': '30' } })
   })
+  app.get('/things/:id', async () => ({ ok: true }))
   app.get('/crash', async () => {
     throw new Error('secret internals at /srv/app.js:12')
   })
@@ -148,6 +151,14 @@ t.test('a body over the limit is answered 413', async (t) => {
   const res = await app.inject({ method: 'POST', url: '/things', payload: { name: 'x'.repeat(100) } })
   t.equal(res.statusCode, 413)
   t.same(res.json(), { detail: 'Request body is too large' })
+})
+
+t.test('a malformed percent-encoding in the URL is answered 400 in the service shape', async (t) => {
+  const { app } = await build(t)
+  const res = await app.inject({ method: 'GET', url: '/things/%E0%A4%A' })
+  t.equal(res.statusCode, 400)
+  t.same(res.json(), { detail: "'/things/%E0%A4%A' is not a valid url component" })
+  t.equal(res.headers['cache-control'], 'no-store')
 })
 
 t.test('describeError keeps type, message, code and cause, and nothing else', async (t) => {

@@ -1,0 +1,31 @@
+/**
+ * The two ceilings the service is measured against, each a minimal Fastify app on its own:
+ *   http   answers GET and POST /items/ from memory: what HTTP on this machine allows.
+ *   stack  answers them with the same single Redis command and the same client as the
+ *          service, and nothing else: no schema, no error mapping, no logging.
+ * Usage: node bench/ceiling-server.ts <http|stack> <port> <redisPort>
+ */
+import Fastify from 'fastify'
+import { createClient } from 'redis'
+import { PREFILLED_NAMES } from './names.ts'
+
+const [kind, port, redisPort] = process.argv.slice(2)
+const KEY = 'items'
+const ADDED = { message: 'Item added successfully' }
+
+const app = Fastify()
+
+if (kind === 'http') {
+  app.get('/items/', async () => ({ items: PREFILLED_NAMES }))
+  app.post('/items/', async (_request, reply) => reply.code(201).send(ADDED))
+} else {
+  const client = createClient({ socket: { host: '127.0.0.1', port: Number(redisPort) } })
+  await client.connect()
+  app.get('/items/', async () => ({ items: await client.lRange(KEY, 0, -1) }))
+  app.post<{ Body: { name: string } }>('/items/', async (request, reply) => {
+    await client.rPush(KEY, request.body.name)
+    return reply.code(201).send(ADDED)
+  })
+}
+
+await app.listen({ host: '127.0.0.1', port: Number(port) })

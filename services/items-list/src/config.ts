@@ -1,0 +1,14 @@
+import { Type, type Static } from '@sinclair/typebox'
+import { serverSettings } from '@repo/config'
+
+/** Every environment variable items-list reads, with its default. */
+export const ItemsListConfig = Type.Object({
+  ...serverSettings({ port: 8080 }),
+  REDIS_HOST: Type.String({ default: 'localhost', minLength: 1, description: 'Redis host' }),
+  REDIS_PORT: Type.Integer({ default: 6379, minimum: 1, maximum: 65535, description: 'Redis port' }),
+  REDIS_PASSWORD: Type.Optional(Type.String({ description: 'Redis password' })),
+  REDIS_DB: Type.Integer({ default: 0, minimum: 0, description: 'Redis database number' }),
+  ITEMS_KEY: Type.String({ default: 'items', minLength: 1, description: 'the Redis key of the list' }),
+})
+
+export type ItemsListConfig = Static<typeof ItemsListConfig>

@@ -1,0 +1,14 @@
+import { Type, type Static } from '@sinclair/typebox'
+
+/** 1 to 1024 characters of well-formed Unicode: a lone surrogate could not round-trip through Redis. */
+export const ItemName = Type.String({ minLength: 1, maxLength: 1024, pattern: '^\\P{Cs}*$' })
+
+export const NewItem = Type.Object({ name: ItemName }, { description: 'Other fields are ignored.' })
+export type NewItem = Static<typeof NewItem>
+
+export const ItemNameParams = Type.Object({ item_name: ItemName })
+export type ItemNameParams = Static<typeof ItemNameParams>
+
+export const Message = Type.Object({ message: Type.String() })
+export const ItemList = Type.Object({ items: Type.Array(Type.String()) })
+export const ErrorDetail = Type.Object({ detail: Type.String() })

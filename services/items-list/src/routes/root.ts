@@ -1,0 +1,6 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { Message } from './items.schema.ts'
+
+export const rootRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  app.get('/', { schema: { summary: 'Greeting', response: { 200: Message } } }, async () => ({ message: 'Hello World' }))
+}

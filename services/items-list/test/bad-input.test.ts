@@ -1,0 +1,90 @@
+import t from 'tap'
+import type { InjectOptions } from 'fastify'
+import { buildWithRedis } from './helpers/build.ts'
+
+const { app, storedItems, inspector } = await buildWithRedis(t)
+
+const JSON_HEADERS = { 'content-type': 'application/json' }
+
+interface BadInput {
+  rule: string
+  request: Omit<InjectOptions, 'method' | 'url'>
+  status: number
+  detail: string | RegExp
+}
+
+// Every invalid body: the status DESIGN §5 gives, a JSON `detail`, never a 500.
+const badBodies: BadInput[] = [
+  { rule: 'no body at all', request: {}, status: 422, detail: 'body must be object' },
+  { rule: 'an empty JSON body', request: { headers: JSON_HEADERS, payload: '' }, status: 422, detail: 'body must be object' },
+  { rule: 'a JSON array', request: { headers: JSON_HEADERS, payload: '[]' }, status: 422, detail: 'body must be object' },
+  { rule: 'a JSON string', request: { headers: JSON_HEADERS, payload: '"x"' }, status: 422, detail: 'body must be object' },
+  { rule: 'a JSON null', request: { headers: JSON_HEADERS, payload: 'null' }, status: 422, detail: 'body must be object' },
+  { rule: 'an object without name', request: { payload: {} }, status: 422, detail: "body must have required property 'name'" },
+  { rule: 'a numeric name', request: { payload: { name: 123 } }, status: 422, detail: 'body/name must be string' },
+  { rule: 'a null name', request: { payload: { name: null } }, status: 422, detail: 'body/name must be string' },
+  { rule: 'an array name', request: { payload: { name: ['x'] } }, status: 422, detail: 'body/name must be string' },
+  { rule: 'an empty name', request: { payload: { name: '' } }, status: 422, detail: 'body/name must NOT have fewer than 1 characters' },
+  {
+    rule: 'a 1025-character name',
+    request: { payload: { name: 'x'.repeat(1025) } },
+    status: 422,
+    detail: 'body/name must NOT have more than 1024 characters',
+  },
+  {
+    rule: 'a name with a lone surrogate, which Redis could not store as sent',
+    request: { headers: JSON_HEADERS, payload: '{"name":"\\ud800"}' },
+    status: 422,
+    detail: /^body\/name must match pattern/,
+  },
+  { rule: 'malformed JSON', request: { headers: JSON_HEADERS, payload: '{"name":' }, status: 400, detail: /not valid JSON/ },
+  { rule: 'a text/plain body', request: { headers: { 'content-type': 'text/plain' }, payload: 'apple' }, status: 415, detail: 'Unsupported Media Type' },
+  {
+    rule: 'a form-encoded body',
+    request: { headers: { 'content-type': 'application/x-www-form-urlencoded' }, payload: 'name=apple' },
+    status: 415,
+    detail: 'Unsupported Media Type',
+  },
+  {
+    rule: 'a 1 MiB body',
+    request: { headers: JSON_HEADERS, payload: JSON.stringify({ name: 'x'.repeat(1024 * 1024) }) },
+    status: 413,
+    detail: 'Request body is too large',
+  },
+]
+
+for (const { rule, request, status, detail } of badBodies) {
+  t.test(`POST /items/ with ${rule} answers ${status} with a detail and changes nothing`, async (t) => {
+    await inspector.rPush('items', 'existing')
+    const res = await app.inject({ method: 'POST', url: '/items/', ...request })
+    t.equal(res.statusCode, status)
+    t.match(res.headers['content-type'], /^application\/json/)
+    t.match(res.json(), { detail })
+    t.same(Object.keys(res.json<object>()), ['detail'])
+    t.same(await storedItems(), ['existing'])
+  })
+}
+
+t.test('DELETE with a name longer than 1024 characters answers 422 and changes nothing', async (t) => {
+  await inspector.rPush('items', 'existing')
+  const res = await app.inject({ method: 'DELETE', url: `/items/${'x'.repeat(1025)}` })
+  t.equal(res.statusCode, 422)
+  t.same(res.json(), { detail: 'params/item_name must NOT have more than 1024 characters' })
+  t.same(await storedItems(), ['existing'])
+})
+
+t.test('DELETE with a malformed percent-encoding answers 400, never 500', async (t) => {
+  await inspector.rPush('items', 'existing')
+  const res = await app.inject({ method: 'DELETE', url: '/items/%E0%A4%A' })
+  t.equal(res.statusCode, 400)
+  t.type(res.json<{ detail: unknown }>().detail, 'string')
+  t.same(await storedItems(), ['existing'])
+})
+
+t.test('DELETE /items/ without a name answers 404 Not Found and changes nothing', async (t) => {
+  await inspector.rPush('items', 'existing')
+  const res = await app.inject({ method: 'DELETE', url: '/items/' })
+  t.equal(res.statusCode, 404)
+  t.same(res.json(), { detail: 'Not Found' })
+  t.same(await storedItems(), ['existing'])
+})

@@ -1,0 +1,47 @@
+import t from 'tap'
+import { ConfigError, loadConfig } from '@repo/config'
+import { ItemsListConfig } from '../src/config.ts'
+
+t.test('defaults: port 8080 on all interfaces, Redis at localhost:6379 db 0, key items', async (t) => {
+  t.same(loadConfig(ItemsListConfig, {}), {
+    HOST: '0.0.0.0',
+    PORT: 8080,
+    LOG_LEVEL: 'info',
+    REDIS_HOST: 'localhost',
+    REDIS_PORT: 6379,
+    REDIS_DB: 0,
+    ITEMS_KEY: 'items',
+  })
+})
+
+t.test('every variable of the README table is read', async (t) => {
+  const config = loadConfig(ItemsListConfig, {
+    HOST: '127.0.0.1',
+    PORT: '9000',
+    LOG_LEVEL: 'debug',
+    CORS_ORIGINS: 'https://a.example,https://b.example',
+    REDIS_HOST: 'redis',
+    REDIS_PORT: '6380',
+    REDIS_PASSWORD: 'hunter2',
+    REDIS_DB: '3',
+    ITEMS_KEY: 'shopping',
+  })
+  t.same(config, {
+    HOST: '127.0.0.1',
+    PORT: 9000,
+    LOG_LEVEL: 'debug',
+    CORS_ORIGINS: ['https://a.example', 'https://b.example'],
+    REDIS_HOST: 'redis',
+    REDIS_PORT: 6380,
+    REDIS_PASSWORD: 'hunter2',
+    REDIS_DB: 3,
+    ITEMS_KEY: 'shopping',
+  })
+})
+
+t.test('a bad REDIS_PORT is named, and the password never printed', async (t) => {
+  const error = t.throws(() => loadConfig(ItemsListConfig, { REDIS_PORT: '70000', REDIS_PASSWORD: 'hunter2', REDIS_DB: '-1' }))
+  t.type(error, ConfigError)
+  t.same((error as ConfigError).problems, ['REDIS_PORT must be <= 65535', 'REDIS_DB must be >= 0'])
+  t.notMatch((error as Error).message, 'hunter2')
+})

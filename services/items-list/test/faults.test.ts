@@ -1,0 +1,109 @@
+import t from 'tap'
+import type { FastifyInstance } from 'fastify'
+import { performance } from 'node:perf_hooks'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { buildApp } from '../src/app.ts'
+import { createRedisItemStore } from '../src/item-store.ts'
+import { buildWithRedis, silentLogger, waitUntilReady } from './helpers/build.ts'
+import { createPrivateRedis } from './helpers/redis-server.ts'
+
+const FAIL_FAST_MS = 1_000
+const STORE_UNAVAILABLE = { detail: 'Item store unavailable' }
+
+async function timedInject(app: FastifyInstance, method: 'GET' | 'POST' | 'DELETE', url: string, payload?: object) {
+  const started = performance.now()
+  const res = await app.inject({ method, url, ...(payload ? { payload } : {}) })
+  return { res, elapsedMs: performance.now() - started }
+}
+
+t.test('Redis down: item routes answer 503 within 1 s, /ready 503; back up: served again without a restart', async (t) => {
+  const { app, redis, store, storedItems } = await buildWithRedis(t)
+  await app.inject({ method: 'POST', url: '/items/', payload: { name: 'before' } })
+  await redis.stop()
+
+  const attempts = [
+    await timedInject(app, 'POST', '/items/', { name: 'during' }),
+    await timedInject(app, 'GET', '/items/'),
+    await timedInject(app, 'DELETE', '/items/before'),
+  ]
+  for (const { res, elapsedMs } of attempts) {
+    t.equal(res.statusCode, 503)
+    t.same(res.json(), STORE_UNAVAILABLE)
+    t.ok(elapsedMs < FAIL_FAST_MS, `answered in ${Math.round(elapsedMs)} ms`)
+  }
+  t.equal((await app.inject({ method: 'GET', url: '/ready' })).statusCode, 503, '/ready answers 503')
+  t.equal((await app.inject({ method: 'GET', url: '/health' })).statusCode, 200, '/health still answers 200')
+
+  await redis.start()
+  await waitUntilReady(store)
+  t.equal((await app.inject({ method: 'POST', url: '/items/', payload: { name: 'after' } })).statusCode, 201)
+  t.equal((await app.inject({ method: 'GET', url: '/ready' })).statusCode, 200)
+  t.same(await storedItems(), ['before', 'after'], 'the acknowledged write survived the crash')
+})
+
+t.test('every name that got a 201 across a Redis crash and restart is in Redis', async (t) => {
+  const { app, redis, store, storedItems } = await buildWithRedis(t)
+  const acknowledged: string[] = []
+  const statuses = new Set<number>()
+  let slowest = 0
+
+  const writer = (async () => {
+    for (let index = 0; index < 300; index++) {
+      const name = `write-${index}`
+      const { res, elapsedMs } = await timedInject(app, 'POST', '/items/', { name })
+      statuses.add(res.statusCode)
+      slowest = Math.max(slowest, elapsedMs)
+      if (res.statusCode === 201) acknowledged.push(name)
+      await sleep(2)
+    }
+  })()
+  await sleep(150)
+  await redis.stop()
+  await sleep(300)
+  await redis.start()
+  await writer
+  await waitUntilReady(store)
+
+  t.same([...statuses].sort(), [201, 503], 'writes succeeded before and after, and failed cleanly during')
+  t.ok(slowest < FAIL_FAST_MS, `slowest answer took ${Math.round(slowest)} ms`)
+  const stored = new Set(await storedItems())
+  t.same(acknowledged.filter((name) => !stored.has(name)), [], 'no acknowledged name is missing')
+})
+
+t.test('a Redis that stops answering gets 503 within 1 s, not a hanging request', async (t) => {
+  const { app, redis, store } = await buildWithRedis(t)
+  redis.pause()
+  t.teardown(() => redis.resume())
+
+  for (const [method, url, payload] of [['POST', '/items/', { name: 'x' }], ['GET', '/items/'], ['GET', '/ready']] as const) {
+    const { res, elapsedMs } = await timedInject(app, method, url, payload)
+    t.equal(res.statusCode, 503, `${method} ${url}`)
+    t.ok(elapsedMs < FAIL_FAST_MS, `${method} ${url} answered in ${Math.round(elapsedMs)} ms`)
+  }
+
+  redis.resume()
+  await waitUntilReady(store)
+  t.equal((await app.inject({ method: 'GET', url: '/items/' })).statusCode, 200)
+})
+
+t.test('the service starts while Redis is down and serves once Redis comes up', async (t) => {
+  const redis = await createPrivateRedis()
+  const store = createRedisItemStore({ host: '127.0.0.1', port: redis.port, database: 0, key: 'items', logger: silentLogger })
+  const app = await buildApp({}, { store })
+  t.teardown(async () => {
+    await app.close()
+    await store.close()
+    await redis.dispose()
+  })
+
+  const { res, elapsedMs } = await timedInject(app, 'POST', '/items/', { name: 'early' })
+  t.equal(res.statusCode, 503)
+  t.same(res.json(), STORE_UNAVAILABLE)
+  t.ok(elapsedMs < FAIL_FAST_MS)
+  t.equal((await app.inject({ method: 'GET', url: '/ready' })).statusCode, 503)
+
+  await redis.start()
+  await waitUntilReady(store)
+  t.equal((await app.inject({ method: 'POST', url: '/items/', payload: { name: 'late' } })).statusCode, 201)
+  t.same((await app.inject({ method: 'GET', url: '/items/' })).json(), { items: ['late'] })
+})

@@ -1,0 +1,36 @@
+import t from 'tap'
+import { buildWithRedis } from './helpers/build.ts'
+
+const { app } = await buildWithRedis(t)
+
+t.test('/health answers 200 status ok', async (t) => {
+  const res = await app.inject({ method: 'GET', url: '/health' })
+  t.equal(res.statusCode, 200)
+  t.same(res.json(), { status: 'ok' })
+})
+
+t.test('/ready answers 200 while Redis answers PING', async (t) => {
+  const res = await app.inject({ method: 'GET', url: '/ready' })
+  t.equal(res.statusCode, 200)
+  t.same(res.json(), { status: 'ready' })
+})
+
+t.test('/docs serves the Swagger UI', async (t) => {
+  const res = await app.inject({ method: 'GET', url: '/docs/' })
+  t.equal(res.statusCode, 200)
+  t.match(res.headers['content-type'], /text\/html/)
+})
+
+t.test('/docs/json is the OpenAPI document built from the route schemas', async (t) => {
+  const res = await app.inject({ method: 'GET', url: '/docs/json' })
+  t.equal(res.statusCode, 200)
+  const document = res.json<{
+    openapi: string
+    paths: Record<string, Record<string, { requestBody?: unknown; responses: Record<string, unknown> }>>
+  }>()
+  t.match(document.openapi, /^3\./)
+  t.ok(document.paths['/items/']?.post?.requestBody, 'POST /items/ documents its body')
+  t.same(Object.keys(document.paths['/items/']?.post?.responses ?? {}).sort(), ['201', '400', '413', '415', '422', '503'])
+  t.same(Object.keys(document.paths['/items/{item_name}']?.delete?.responses ?? {}).sort(), ['200', '404', '422', '503'])
+  t.match(JSON.stringify(document.paths['/items/']?.post?.requestBody), /"maxLength":1024/)
+})

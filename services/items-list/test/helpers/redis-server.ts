@@ -1,0 +1,90 @@
+import { spawn, type ChildProcess } from 'node:child_process'
+import { once } from 'node:events'
+import { mkdtemp, rm } from 'node:fs/promises'
+import { createServer, connect } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { setTimeout as sleep } from 'node:timers/promises'
+
+/**
+ * A private redis-server on a free port, owned by one test file, that a test may stop, restart
+ * and freeze. It keeps an append-only file fsynced on every write, as production does, so that
+ * a restart keeps every write Redis acknowledged.
+ */
+export interface PrivateRedis {
+  readonly port: number
+  start(): Promise<void>
+  /** Kills the server outright (SIGKILL), as a crash would. */
+  stop(): Promise<void>
+  /** Freezes the server (SIGSTOP): connections stay open, nothing is answered. */
+  pause(): void
+  resume(): void
+  /** Stops the server and deletes its data. */
+  dispose(): Promise<void>
+}
+
+/** A private Redis, not yet started: for tests of a service that starts before its Redis. */
+export async function createPrivateRedis(extraArgs: string[] = []): Promise<PrivateRedis> {
+  const port = await findFreePort()
+  const dir = await mkdtemp(join(tmpdir(), 'items-list-redis-'))
+  let child: ChildProcess | undefined
+
+  const redis: PrivateRedis = {
+    port,
+    async start() {
+      const args = ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '']
+      args.push('--appendonly', 'yes', '--appendfsync', 'always', ...extraArgs)
+      child = spawn('redis-server', args, { stdio: 'ignore' })
+      await waitUntilListening(port)
+    },
+    async stop() {
+      if (!child || child.exitCode !== null || child.signalCode !== null) return
+      const exited = once(child, 'exit')
+      child.kill('SIGKILL')
+      await exited
+    },
+    pause() {
+      child?.kill('SIGSTOP')
+    },
+    resume() {
+      child?.kill('SIGCONT')
+    },
+    async dispose() {
+      await redis.stop()
+      await rm(dir, { recursive: true, force: true })
+    },
+  }
+  return redis
+}
+
+/** A private Redis, started. */
+export async function startPrivateRedis(extraArgs: string[] = []): Promise<PrivateRedis> {
+  const redis = await createPrivateRedis(extraArgs)
+  await redis.start()
+  return redis
+}
+
+async function findFreePort(): Promise<number> {
+  const server = createServer().listen(0, '127.0.0.1')
+  await once(server, 'listening')
+  const address = server.address()
+  server.close()
+  if (address === null || typeof address === 'string') throw new Error('no TCP port')
+  return address.port
+}
+
+async function waitUntilListening(port: number): Promise<void> {
+  for (let attempt = 0; attempt < 100; attempt++) {
+    const reachable = await new Promise<boolean>((resolve) => {
+      const socket = connect(port, '127.0.0.1')
+      socket.once('connect', () => {
+        socket.destroy()
+        resolve(true)
+      })
+      socket.once('error', () => resolve(false))
+    })
+    if (reachable) return
+    await sleep(50)
+  }
+  throw new Error(`redis-server did not listen on port ${port}`)
+}

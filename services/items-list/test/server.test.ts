@@ -1,0 +1,140 @@
+import t from 'tap'
+import { connect, type Socket } from 'node:net'
+import { once } from 'node:events'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { connectInspector, type Inspector } from './helpers/build.ts'
+import { createPrivateRedis, startPrivateRedis } from './helpers/redis-server.ts'
+import { runServer } from './helpers/service-process.ts'
+
+const LISTENING = /Server listening at http:\/\/127\.0\.0\.1:(\d+)/
+
+async function waitForStatus(url: string, status: number) {
+  for (let attempt = 0; attempt < 100; attempt++) {
+    const res = await fetch(url).catch(() => undefined)
+    if (res?.status === status) return
+    await sleep(50)
+  }
+  throw new Error(`${url} never answered ${status}`)
+}
+
+t.test('an invalid variable stops the process with exit code 1 and one line per bad variable', async (t) => {
+  const server = runServer({ PORT: 'eighty', REDIS_DB: '-1', REDIS_PASSWORD: 'hunter2' })
+  t.equal(await server.exited, 1)
+  t.match(server.output(), /PORT must be integer\n\s+REDIS_DB must be >= 0/)
+  t.notMatch(server.output(), 'hunter2')
+})
+
+t.test('it starts while Redis is down, says where it connects, and serves once Redis is up', async (t) => {
+  const redis = await createPrivateRedis()
+  const server = runServer({ HOST: '127.0.0.1', PORT: '0', REDIS_HOST: '127.0.0.1', REDIS_PORT: String(redis.port) })
+  t.teardown(async () => {
+    server.child.kill('SIGKILL')
+    await redis.dispose()
+  })
+
+  const [, port] = await server.waitFor(LISTENING)
+  const base = `http://127.0.0.1:${port}`
+  t.match(server.output(), new RegExp(`"host":"127.0.0.1","port":${redis.port}.*"msg":"connecting to Redis"`))
+  t.equal((await fetch(`${base}/health`)).status, 200)
+  t.equal((await fetch(`${base}/ready`)).status, 503)
+
+  await redis.start()
+  await waitForStatus(`${base}/ready`, 200)
+  const res = await fetch(`${base}/items/`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ name: 'late' }),
+  })
+  t.equal(res.status, 201)
+})
+
+t.test('SIGTERM: in-flight requests finish normally, new connections are refused, Redis is closed, exit 0', async (t) => {
+  const redis = await startPrivateRedis()
+  const inspector = await connectInspector(redis.port)
+  const server = runServer({ HOST: '127.0.0.1', PORT: '0', REDIS_HOST: '127.0.0.1', REDIS_PORT: String(redis.port) })
+  t.teardown(async () => {
+    server.child.kill('SIGKILL')
+    inspector.destroy()
+    await redis.dispose()
+  })
+  const [, port] = await server.waitFor(LISTENING)
+  await waitForStatus(`http://127.0.0.1:${port}/ready`, 200)
+  t.equal(await countClients(inspector), 2, 'the service holds one Redis connection')
+
+  // A slow client: headers sent, body not yet complete, so the request is in flight.
+  const body = JSON.stringify({ name: 'in-flight' })
+  const slowPost = await openRequest(Number(port), `POST /items/ HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body.slice(0, 5)}`)
+  await sleep(100)
+
+  const sentAt = Date.now()
+  server.child.kill('SIGTERM')
+  await server.waitFor(/"msg":"shutting down"/)
+  t.ok(await connectionRefused(Number(port)), 'a new connection is refused')
+
+  slowPost.write(body.slice(5))
+  const response = await readResponse(slowPost)
+  t.match(response, /^HTTP\/1\.1 201 /, 'the in-flight request got its normal answer')
+  t.match(response, /\{"message":"Item added successfully"\}$/)
+
+  t.equal(await server.exited, 0)
+  t.ok(Date.now() - sentAt < 10_000, 'exited within 10 s')
+  t.match(server.output(), /"msg":"Redis connection closed"/)
+  t.equal(await countClients(inspector), 1, 'only the inspector is still connected to Redis')
+  t.same(await inspector.lRange('items', 0, -1), ['in-flight'])
+})
+
+t.test('an uncaught error is logged without its stack and exits 1, so the orchestrator restarts the service', async (t) => {
+  const redis = await startPrivateRedis()
+  const server = runServer({
+    HOST: '127.0.0.1',
+    PORT: '0',
+    REDIS_HOST: '127.0.0.1',
+    REDIS_PORT: String(redis.port),
+    // A crash on demand: SIGUSR2 throws from an event handler, outside any request.
+    NODE_OPTIONS: '--import=data:text/javascript,process.on(%22SIGUSR2%22,()=>{throw%20new%20Error(%22boom%22)})',
+  })
+  t.teardown(async () => {
+    server.child.kill('SIGKILL')
+    await redis.dispose()
+  })
+  await server.waitFor(LISTENING)
+  server.child.kill('SIGUSR2')
+  t.equal(await server.exited, 1)
+  t.match(server.output(), /"error":\{"type":"Error","message":"boom"\},"msg":"shutting down after an uncaught error"/)
+  t.notMatch(server.output(), /at .*\(/, 'no stack frames')
+})
+
+async function countClients(client: Inspector): Promise<number> {
+  const list = await client.clientList()
+  return list.length
+}
+
+async function openRequest(port: number, head: string): Promise<Socket> {
+  const socket = connect(port, '127.0.0.1')
+  await once(socket, 'connect')
+  socket.write(head)
+  return socket
+}
+
+async function readResponse(socket: Socket): Promise<string> {
+  let text = ''
+  socket.on('data', (chunk: Buffer) => (text += chunk.toString()))
+  await once(socket, 'close')
+  return text
+}
+
+async function connectionRefused(port: number): Promise<boolean> {
+  for (let attempt = 0; attempt < 40; attempt++) {
+    const refused = await new Promise<boolean>((resolve) => {
+      const socket = connect(port, '127.0.0.1')
+      socket.once('connect', () => {
+        socket.destroy()
+        resolve(false)
+      })
+      socket.once('error', () => resolve(true))
+    })
+    if (refused) return true
+    await sleep(25)
+  }
+  return false
+}
