@@ -4,9 +4,9 @@ import swagger from '@fastify/swagger'
 import swaggerUi from '@fastify/swagger-ui'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { HttpError, frameworkErrorHandler, registerErrorHandling } from '@repo/http-errors'
+import { AccessLog } from '@repo/service-kit'
 import type { ItemsListConfig } from './config.ts'
 import { StoreUnavailableError, type ItemStore } from './item-store.ts'
-import { AccessLog } from './access-log.ts'
 import { healthRoutes } from './routes/health.ts'
 import { itemRoutes } from './routes/items.ts'
 import { rootRoutes } from './routes/root.ts'
@@ -36,16 +36,6 @@ export async function buildApp(config: AppConfig, deps: AppDependencies): Promis
     ajv: { customOptions: { coerceTypes: false } },
     frameworkErrors: frameworkErrorHandler({ errorBody }),
   }).withTypeProvider<TypeBoxTypeProvider>()
-
-  // A keep-alive connection whose request was in flight at shutdown would otherwise hold
-  // close() open until its idle timeout (fastify/fastify#7044): end it with its response.
-  let closing = false
-  app.addHook('preClose', async () => {
-    closing = true
-  })
-  app.addHook('onSend', async (_request, reply) => {
-    if (closing) reply.header('connection', 'close')
-  })
 
   // Bodies are JSON or nothing: anything else (text/plain included) is 415.
   app.removeContentTypeParser('text/plain')

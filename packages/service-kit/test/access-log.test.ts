@@ -1,6 +1,6 @@
 import t from 'tap'
 import type { FastifyReply, FastifyRequest } from 'fastify'
-import { AccessLog } from '../src/access-log.ts'
+import { AccessLog } from '../src/index.ts'
 
 function recordingLogger() {
   const lines: { level: string; fields: Record<string, unknown>; message: string }[] = []

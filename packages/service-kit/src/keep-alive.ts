@@ -1,0 +1,16 @@
+import type { FastifyInstance } from 'fastify'
+
+/**
+ * Once `app.close()` has begun, every response ends its connection. A keep-alive connection
+ * whose request was in flight at shutdown would otherwise stay open after its answer and hold
+ * `close()` until its idle timeout, 72 s by default (fastify/fastify#7044).
+ */
+export function endKeepAliveOnClose(app: FastifyInstance): void {
+  let closing = false
+  app.addHook('preClose', async () => {
+    closing = true
+  })
+  app.addHook('onSend', async (_request, reply) => {
+    if (closing) reply.header('connection', 'close')
+  })
+}

@@ -1,0 +1,57 @@
+import closeWithGrace from 'close-with-grace'
+import { pino, type Logger } from 'pino'
+import type { Static, TObject } from '@sinclair/typebox'
+import type { FastifyInstance } from 'fastify'
+import { loadConfig } from '@repo/config'
+import { describeError } from '@repo/http-errors'
+import { endKeepAliveOnClose } from './keep-alive.ts'
+
+/** Inside the 10 s an orchestrator waits between SIGTERM and SIGKILL. */
+export const SHUTDOWN_DEADLINE_MS = 8_000
+
+/** What every service's configuration holds (see `serverSettings`). */
+interface ServerConfig {
+  HOST: string
+  PORT: number
+  LOG_LEVEL: string
+}
+
+export interface ServiceDefinition<Schema extends TObject> {
+  /** The service's configuration schema; it must include `serverSettings()`. */
+  config: Schema
+  /** The process environment: read here and nowhere else. */
+  env: NodeJS.ProcessEnv
+  /** Builds the app (not yet listening) and what it depends on; `close` releases those after the app closed. */
+  start(config: Readonly<Static<Schema>>, logger: Logger): Promise<{ app: FastifyInstance; close?: () => Promise<void> }>
+}
+
+/**
+ * Runs a service as its `server.ts` entry point: validates the configuration (an invalid one
+ * exits 1 with one line per bad variable), logs JSON lines to stdout, listens, and on SIGTERM or
+ * SIGINT stops accepting, lets in-flight requests finish, closes the app's dependencies and
+ * exits 0; an uncaught error closes the same way and exits 1.
+ */
+export async function runService<Schema extends TObject>(service: ServiceDefinition<Schema>): Promise<void> {
+  const config = readConfig(service)
+  const logger = pino({ level: config.LOG_LEVEL })
+  const { app, close } = await service.start(config, logger)
+  endKeepAliveOnClose(app)
+
+  closeWithGrace({ delay: SHUTDOWN_DEADLINE_MS, logger }, async ({ signal, err }) => {
+    if (err) logger.error({ error: describeError(err) }, 'shutting down after an uncaught error')
+    else logger.info({ signal }, 'shutting down')
+    await app.close()
+    await close?.()
+  })
+
+  await app.listen({ host: config.HOST, port: config.PORT })
+}
+
+function readConfig<Schema extends TObject>(service: ServiceDefinition<Schema>): Readonly<Static<Schema>> & ServerConfig {
+  try {
+    return loadConfig(service.config, service.env) as Readonly<Static<Schema>> & ServerConfig
+  } catch (error) {
+    console.error((error as Error).message)
+    process.exit(1)
+  }
+}

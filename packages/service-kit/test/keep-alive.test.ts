@@ -1,0 +1,41 @@
+import t from 'tap'
+import { setTimeout as sleep } from 'node:timers/promises'
+import Fastify from 'fastify'
+import { Agent, request } from 'undici'
+import { endKeepAliveOnClose } from '../src/keep-alive.ts'
+
+t.test('a keep-alive request in flight at close gets its answer with Connection: close, and close() does not wait for the idle timeout', async (t) => {
+  const app = Fastify()
+  endKeepAliveOnClose(app)
+  app.get('/slow', async () => {
+    await sleep(200)
+    return { done: true }
+  })
+  const address = await app.listen({ host: '127.0.0.1', port: 0 })
+  const agent = new Agent({ keepAliveTimeout: 60_000 })
+  t.teardown(() => agent.close())
+
+  const inFlight = request(`${address}/slow`, { dispatcher: agent })
+  await sleep(50)
+  const closed = app.close().then(() => 'closed')
+  const response = await inFlight
+
+  t.equal(response.statusCode, 200)
+  t.equal(response.headers.connection, 'close')
+  t.same(await response.body.json(), { done: true })
+  t.equal(await Promise.race([closed, sleep(5_000, 'still open')]), 'closed')
+})
+
+t.test('before close, keep-alive connections stay open', async (t) => {
+  const app = Fastify()
+  endKeepAliveOnClose(app)
+  app.get('/', async () => ({ ok: true }))
+  const address = await app.listen({ host: '127.0.0.1', port: 0 })
+  t.teardown(() => app.close())
+  const agent = new Agent()
+  t.teardown(() => agent.close())
+
+  const response = await request(address, { dispatcher: agent })
+  await response.body.dump()
+  t.equal(response.headers.connection, 'keep-alive')
+})

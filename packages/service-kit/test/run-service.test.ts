@@ -1,0 +1,63 @@
+import t from 'tap'
+import { spawn } from 'node:child_process'
+import { once } from 'node:events'
+import { request, Agent } from 'undici'
+
+const FIXTURE = new URL('./fixtures/slow-service.ts', import.meta.url).pathname
+
+function startFixture(env: Record<string, string>) {
+  const child = spawn(process.execPath, ['--conditions=@repo/source', FIXTURE], {
+    env: { PATH: process.env.PATH ?? '', HOST: '127.0.0.1', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+  let output = ''
+  child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()))
+  child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()))
+  const exited = once(child, 'exit').then(([code]) => code as number | null)
+  const listening = new Promise<number>((resolve) => {
+    child.stdout.on('data', () => {
+      const match = /Server listening at http:\/\/127\.0\.0\.1:(\d+)/.exec(output)
+      if (match) resolve(Number(match[1]))
+    })
+  })
+  return { child, exited, listening, output: () => output }
+}
+
+t.test('an invalid variable exits 1 with one line naming it, and never its value', async (t) => {
+  const service = startFixture({ GREETING: 'x', PORT: 'many' })
+  t.equal(await service.exited, 1)
+  t.match(service.output(), /Invalid configuration:\n\s+PORT must be integer\n\s+GREETING must NOT have fewer than 2 characters/)
+  t.notMatch(service.output(), /many|"x"/)
+})
+
+t.test('SIGTERM lets the in-flight request finish, closes the dependencies after the app, and exits 0', async (t) => {
+  const service = startFixture({})
+  t.teardown(() => service.child.kill('SIGKILL'))
+  const port = await service.listening
+  const agent = new Agent({ keepAliveTimeout: 60_000 })
+  t.teardown(() => agent.close())
+
+  const inFlight = request(`http://127.0.0.1:${port}/slow`, { dispatcher: agent })
+  await new Promise((resolve) => setTimeout(resolve, 100))
+  service.child.kill('SIGTERM')
+
+  const response = await inFlight
+  t.equal(response.statusCode, 200)
+  t.same(await response.body.json(), { greeting: 'hello' })
+  t.equal(await service.exited, 0)
+  t.match(service.output(), /"msg":"shutting down"[\s\S]*"msg":"dependencies closed"/)
+})
+
+t.test('an uncaught error is logged without a stack, closes the same way, and exits 1', async (t) => {
+  const service = startFixture({
+    // A crash on demand: SIGUSR2 throws from an event handler, outside any request.
+    NODE_OPTIONS: '--import=data:text/javascript,process.on(%22SIGUSR2%22,()=>{throw%20new%20Error(%22boom%22)})',
+  })
+  t.teardown(() => service.child.kill('SIGKILL'))
+  await service.listening
+  service.child.kill('SIGUSR2')
+  t.equal(await service.exited, 1)
+  t.match(service.output(), /"error":\{"type":"Error","message":"boom"\},"msg":"shutting down after an uncaught error"/)
+  t.match(service.output(), /"msg":"dependencies closed"/)
+  t.notMatch(service.output(), /at .*\(/, 'no stack frames')
+})
