@@ -8,8 +8,6 @@ export interface ErrorHandlingOptions {
   internalErrorBody?: Record<string, unknown>
   /** Status for a request that fails its schema; 400 unless the service decides otherwise. */
   validationStatus?: number
-  /** The message for a request that fails its schema; defaults to Fastify's own ("body/name must be string"). */
-  validationMessage?: (error: FastifyError) => string
   /** Turns the service's own error types into answers; `undefined` means "not mine". */
   mapError?: (error: unknown) => HttpError | undefined
 }
@@ -23,7 +21,7 @@ const ERROR_HEADERS = { 'cache-control': 'no-store' }
  * anything unexpected is logged and answered 500 with a fixed body, never a stack trace.
  */
 export function registerErrorHandling(app: FastifyInstance, options: ErrorHandlingOptions): void {
-  const { errorBody, validationStatus = 400, validationMessage = (error) => error.message, mapError } = options
+  const { errorBody, validationStatus = 400, mapError } = options
   const internalErrorBody = options.internalErrorBody ?? errorBody('Internal Server Error')
 
   app.setNotFoundHandler((_request, reply) => {
@@ -39,8 +37,9 @@ export function registerErrorHandling(app: FastifyInstance, options: ErrorHandli
     }
 
     if (error.validation || error.code === 'FST_ERR_CTP_EMPTY_JSON_BODY') {
-      // An empty JSON body is a missing body: the same answer as a request without one.
-      const message = error.validation ? validationMessage(error) : 'body must be object'
+      // An empty JSON body is a missing body: the same answer as a request without one. The
+      // message is Fastify's ("body/name must be string") or a route's `schemaErrorFormatter`.
+      const message = error.validation ? error.message : 'body must be object'
       request.log.info({ reason: message }, 'request rejected')
       return reply.code(validationStatus).headers(ERROR_HEADERS).send(errorBody(message))
     }

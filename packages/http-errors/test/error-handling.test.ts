@@ -20,6 +20,14 @@ async function build(t: Test, options: Partial<ErrorHandlingOptions> = {}) {
     throw new HttpError(403, { error: 'Forbidden here' }, { headers: { 'retry-after': '30' } })
   })
   app.get('/things/:id', async () => ({ ok: true }))
+  app.get(
+    '/strict',
+    {
+      schema: { querystring: { type: 'object', properties: { id: { type: 'integer' } } } },
+      schemaErrorFormatter: () => new Error('Invalid id'),
+    },
+    async () => ({ ok: true }),
+  )
   app.get('/crash', async () => {
     throw new Error('secret internals at /srv/app.js:12')
   })
@@ -111,10 +119,11 @@ t.test('validation failures answer 400 unless the service says otherwise', async
   t.same(res.json(), { detail: "body must have required property 'name'" })
 })
 
-t.test('the validation message can be chosen by the service', async (t) => {
-  const { app } = await build(t, { validationMessage: (error) => `Invalid ${error.validationContext}` })
-  const res = await app.inject({ method: 'POST', url: '/things', payload: {} })
-  t.same(res.json(), { detail: 'Invalid body' })
+t.test("a route's schemaErrorFormatter chooses the validation message", async (t) => {
+  const { app } = await build(t)
+  const res = await app.inject({ method: 'GET', url: '/strict?id=x' })
+  t.equal(res.statusCode, 400)
+  t.same(res.json(), { detail: 'Invalid id' })
 })
 
 t.test('an empty JSON body is answered like a missing body', async (t) => {

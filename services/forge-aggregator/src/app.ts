@@ -1,0 +1,88 @@
+import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify'
+import cors from '@fastify/cors'
+import swagger from '@fastify/swagger'
+import swaggerUi from '@fastify/swagger-ui'
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
+import { frameworkErrorHandler, registerErrorHandling } from '@repo/http-errors'
+import { AccessLog } from '@repo/service-kit'
+import type { ForgeAggregatorConfig } from './config.ts'
+import type { ForgeClient } from './forge-client.ts'
+import { createForgeService } from './forge-service.ts'
+import { ResponseCache } from './response-cache.ts'
+import { healthRoutes } from './routes/health.ts'
+import { repoRoutes } from './routes/repos.ts'
+import { userRoutes } from './routes/users.ts'
+
+export type AppConfig = Pick<
+  ForgeAggregatorConfig,
+  | 'CORS_ORIGINS'
+  | 'FORGE_DEFAULT_USER'
+  | 'FORGE_TOKEN'
+  | 'FORGE_CACHE_TTL_SECONDS'
+  | 'FORGE_CACHE_MAX_MB'
+  | 'FORGE_FOLLOWERS_LIMIT'
+  | 'FORGE_MAX_REPO_PAGES'
+>
+
+export interface AppDependencies {
+  client: ForgeClient
+  /** The process logger (`server.ts` creates it). */
+  logger: FastifyBaseLogger
+  /** The response cache's clock (ms); tests bring their own. */
+  now?: () => number
+}
+
+/** The caches share FORGE_CACHE_MAX_MB: assembled answers are small, upstream bodies are not. */
+export const RESPONSE_CACHE_SHARE = 0.25
+
+const errorBody = (error: string) => ({ error })
+
+/** Builds the forge-aggregator application around `client`. Never listens: `server.ts` does. */
+export async function buildApp(config: AppConfig, deps: AppDependencies): Promise<FastifyInstance> {
+  const app = Fastify({
+    loggerInstance: deps.logger,
+    logController: new AccessLog(),
+    // "?user_name=a&user_name=b" is an array, and an array is not a login.
+    ajv: { customOptions: { coerceTypes: false } },
+    frameworkErrors: frameworkErrorHandler({ errorBody }),
+  }).withTypeProvider<TypeBoxTypeProvider>()
+
+  registerErrorHandling(app, {
+    errorBody,
+    internalErrorBody: { error: 'Internal server error', details: 'Unexpected error; the server log has the cause' },
+  })
+
+  if (config.CORS_ORIGINS) {
+    await app.register(cors, { origin: config.CORS_ORIGINS.includes('*') ? '*' : config.CORS_ORIGINS, methods: ['GET', 'HEAD'] })
+  }
+
+  await app.register(swagger, {
+    openapi: {
+      info: {
+        title: 'forge-aggregator',
+        version: '1.0.0',
+        description: "One code-hosting user's profile, repositories, followers and issue/PR counts in one answer.",
+      },
+    },
+  })
+  await app.register(swaggerUi, { routePrefix: '/docs' })
+
+  const service = createForgeService({
+    client: deps.client,
+    followersLimit: config.FORGE_FOLLOWERS_LIMIT,
+    maxRepoPages: config.FORGE_MAX_REPO_PAGES,
+    hasToken: config.FORGE_TOKEN !== undefined,
+    logger: app.log,
+  })
+  const cache = new ResponseCache({
+    ttlSeconds: config.FORGE_CACHE_TTL_SECONDS,
+    maxBytes: config.FORGE_CACHE_MAX_MB * 1024 * 1024 * RESPONSE_CACHE_SHARE,
+    ...(deps.now ? { now: deps.now } : {}),
+  })
+  const routeOptions = { service, cache, defaultUser: config.FORGE_DEFAULT_USER }
+  await app.register(healthRoutes)
+  await app.register(userRoutes, routeOptions)
+  await app.register(repoRoutes, routeOptions)
+
+  return app
+}

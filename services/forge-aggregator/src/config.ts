@@ -1,0 +1,28 @@
+import { Type, type Static } from '@sinclair/typebox'
+import { serverSettings } from '@repo/config'
+
+/** A GitHub login: 1–39 letters, digits and hyphens. */
+export const LOGIN_PATTERN = '^[A-Za-z0-9-]{1,39}$'
+
+/** Every environment variable forge-aggregator reads, with its default. */
+export const ForgeAggregatorConfig = Type.Object({
+  ...serverSettings({ port: 3000 }),
+  FORGE_API_URL: Type.String({
+    default: 'https://api.github.com',
+    pattern: '^https?://[^\\s]+$',
+    description: 'upstream REST base URL (also a GitHub Enterprise /api/v3 URL)',
+  }),
+  FORGE_DEFAULT_USER: Type.String({
+    default: 'octocat',
+    pattern: LOGIN_PATTERN,
+    description: 'user for users, owner for repos, when none is given',
+  }),
+  FORGE_TOKEN: Type.Optional(Type.String({ description: 'upstream access token; never logged or echoed' })),
+  FORGE_TIMEOUT_MS: Type.Integer({ default: 10_000, minimum: 100, maximum: 120_000, description: 'deadline of one upstream call' }),
+  FORGE_CACHE_TTL_SECONDS: Type.Integer({ default: 60, minimum: 0, maximum: 86_400, description: 'freshness of cached results; 0 disables caching' }),
+  FORGE_CACHE_MAX_MB: Type.Integer({ default: 64, minimum: 1, maximum: 4_096, description: 'memory the caches may hold' }),
+  FORGE_FOLLOWERS_LIMIT: Type.Integer({ default: 30, minimum: 1, maximum: 100, description: 'followers returned' }),
+  FORGE_MAX_REPO_PAGES: Type.Integer({ default: 10, minimum: 1, maximum: 100, description: 'pages of 100 repositories read for statistics' }),
+})
+
+export type ForgeAggregatorConfig = Static<typeof ForgeAggregatorConfig>

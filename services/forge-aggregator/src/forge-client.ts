@@ -1,0 +1,203 @@
+import { performance } from 'node:perf_hooks'
+import { Agent, interceptors, type Dispatcher } from 'undici'
+import { LRUCache } from 'lru-cache'
+import type { FastifyBaseLogger } from 'fastify'
+import { UpstreamFailure, UpstreamNotFound, UpstreamRateLimited } from './upstream-errors.ts'
+
+/** The REST API version every request pins (spec: "pinned to 2022-11-28"). */
+export const API_VERSION = '2022-11-28'
+
+export interface ForgeClientOptions {
+  /** The REST API root: `https://api.github.com`, or a GitHub Enterprise `https://host/api/v3`. */
+  baseUrl: string
+  token?: string | undefined
+  /** Deadline of one call, retries and body included. */
+  timeoutMs: number
+  userAgent: string
+  /** Bytes of upstream bodies kept for revalidation with `If-None-Match`; 0 keeps none. */
+  revalidationMaxBytes: number
+  logger: FastifyBaseLogger
+  /** The dispatcher to build on; a keep-alive `Agent` unless a test brings its own. */
+  dispatcher?: Dispatcher
+}
+
+/** The one way this service speaks to the upstream. */
+export interface ForgeClient {
+  /**
+   * GETs `path` (build it with `upstreamPath`) and resolves to its JSON body. Throws
+   * `UpstreamNotFound`, `UpstreamRateLimited` or `UpstreamFailure`; never anything else.
+   */
+  get<Body>(path: string, query?: Record<string, string | number>): Promise<Body>
+  /** Closes the upstream connections. */
+  close(): Promise<void>
+}
+
+/**
+ * An upstream path in which every interpolated value is percent-encoded as exactly one path
+ * segment, so that no input can change which resource is asked for.
+ */
+export function upstreamPath(strings: TemplateStringsArray, ...segments: string[]): string {
+  return String.raw({ raw: strings }, ...segments.map(encodeSegment))
+}
+
+function encodeSegment(segment: string): string {
+  if (segment === '' || segment === '.' || segment === '..') {
+    throw new TypeError(`"${segment}" cannot be an upstream path segment`)
+  }
+  return encodeURIComponent(segment)
+}
+
+// Retries only what a retry can fix, within the call's deadline: undici's default (5 tries,
+// up to 30 s apart, 429 included) would outlive a 10 s deadline and retry rate limits.
+const RETRY = interceptors.retry({
+  methods: ['GET'],
+  statusCodes: [502, 503, 504],
+  errorCodes: ['ECONNRESET', 'EPIPE', 'UND_ERR_SOCKET'],
+  maxRetries: 2,
+  minTimeout: 100,
+  timeoutFactor: 2,
+  maxTimeout: 1_000,
+  retryAfter: false,
+  // The last attempt's answer reaches us as an answer (a 503), not as a retry error.
+  throwOnError: false,
+})
+const MAX_BODY_BYTES = 32 * 1024 * 1024
+
+interface HeldBody {
+  etag: string
+  body: unknown
+  bytes: number
+}
+
+/**
+ * A `ForgeClient` on one keep-alive undici dispatcher composed of undici's own interceptors.
+ * `compose` wraps each interceptor around the ones before it, so the last is outermost:
+ * concurrent identical GETs are deduplicated first, sharing one call and its retries.
+ *
+ * Revalidation is the one hand-written layer: the last body and ETag of every upstream URL are
+ * held (bounded), and every request for a held URL carries `If-None-Match`; a 304 reuses the
+ * held body. undici's `cache` interceptor does not fit: it decides freshness from the upstream's
+ * `Cache-Control: max-age=60`, while here `FORGE_CACHE_TTL_SECONDS` decides when to ask again,
+ * and when we ask we always want the upstream's word (a cheap 304), never a stored guess.
+ */
+export function createForgeClient(options: ForgeClientOptions): ForgeClient {
+  const { token, timeoutMs, logger } = options
+  const base = new URL(options.baseUrl)
+  const origin = base.origin
+  const basePath = base.pathname.replace(/\/+$/, '')
+  const agent = options.dispatcher ?? new Agent({ keepAliveTimeout: 30_000, maxResponseSize: MAX_BODY_BYTES })
+  const dispatcher = agent.compose(RETRY, interceptors.deduplicate())
+  const held =
+    options.revalidationMaxBytes > 0
+      ? new LRUCache<string, HeldBody>({ maxSize: options.revalidationMaxBytes, sizeCalculation: (entry) => entry.bytes })
+      : undefined
+  const headers: Record<string, string> = {
+    accept: 'application/vnd.github+json',
+    'x-github-api-version': API_VERSION,
+    'user-agent': options.userAgent,
+    ...(token ? { authorization: `Bearer ${token}` } : {}),
+  }
+
+  /** What we may say about a failure: never the token, even if the upstream echoed it. */
+  const safe = (message: string) => (token ? message.replaceAll(token, '[redacted]') : message)
+
+  async function get<Body>(path: string, query?: Record<string, string | number>): Promise<Body> {
+    const target = query ? `${basePath}${path}?${new URLSearchParams(stringValues(query)).toString()}` : `${basePath}${path}`
+    const heldBody = held?.get(target)
+    const deadline = AbortSignal.timeout(timeoutMs)
+    const started = performance.now()
+
+    let response: Dispatcher.ResponseData
+    let text = ''
+    try {
+      response = await dispatcher.request({
+        origin,
+        path: target,
+        method: 'GET',
+        headers: heldBody ? { ...headers, 'if-none-match': heldBody.etag } : headers,
+        signal: deadline,
+      })
+      if (response.statusCode === 304) await response.body.dump()
+      else text = await response.body.text()
+    } catch (error) {
+      throw transportFailure(error, deadline.aborted)
+    }
+
+    const { statusCode } = response
+    logger.debug({ upstream: { path: target, statusCode, ms: Math.round(performance.now() - started) } }, 'upstream call')
+
+    if (statusCode === 304 && heldBody) return heldBody.body as Body
+    if (statusCode === 200) {
+      const body = parseJson(text)
+      const etag = response.headers.etag
+      if (held && typeof etag === 'string') held.set(target, { etag, body, bytes: text.length })
+      return body as Body
+    }
+    throw statusFailure(statusCode, response.headers, text)
+  }
+
+  function transportFailure(error: unknown, timedOut: boolean): UpstreamFailure {
+    if (timedOut) return new UpstreamFailure(`Upstream did not answer within ${timeoutMs} ms`)
+    const { code, message } = error as Error & { code?: string }
+    return new UpstreamFailure(safe(`Upstream request failed: ${code ?? message}`))
+  }
+
+  function statusFailure(statusCode: number, responseHeaders: Dispatcher.ResponseData['headers'], text: string) {
+    const reason = safe(upstreamMessage(text) ?? `status ${statusCode}`)
+    if (statusCode === 404) return new UpstreamNotFound(`Upstream responded 404: ${reason}`)
+    if (statusCode === 403 || statusCode === 429) {
+      return new UpstreamRateLimited(`Upstream responded ${statusCode}: ${reason}`, retryAfterSeconds(responseHeaders))
+    }
+    return new UpstreamFailure(`Upstream responded ${statusCode}: ${reason}`)
+  }
+
+  return {
+    get,
+    async close() {
+      await agent.close()
+    },
+  }
+}
+
+function stringValues(query: Record<string, string | number>): Record<string, string> {
+  return Object.fromEntries(Object.entries(query).map(([name, value]) => [name, String(value)]))
+}
+
+/** The body as JSON: an object or an array, as every endpoint we call answers. */
+function parseJson(text: string): unknown {
+  let body: unknown
+  try {
+    body = JSON.parse(text)
+  } catch {
+    throw new UpstreamFailure('Upstream sent a body that is not valid JSON')
+  }
+  if (typeof body !== 'object' || body === null) throw new UpstreamFailure('Upstream sent an unexpected body')
+  return body
+}
+
+/** The `message` of an upstream error body (`{"message": …}`), shortened; undefined if none. */
+function upstreamMessage(text: string): string | undefined {
+  try {
+    const { message } = JSON.parse(text) as { message?: unknown }
+    return typeof message === 'string' ? message.slice(0, 200) : undefined
+  } catch {
+    return undefined
+  }
+}
+
+/**
+ * Seconds to wait before asking again. `Retry-After` is authoritative when present (secondary
+ * rate limits send it); otherwise the primary limit's `X-RateLimit-Reset` (epoch seconds) says
+ * when the quota refills.
+ */
+function retryAfterSeconds(headers: Dispatcher.ResponseData['headers']): number | undefined {
+  const nowSeconds = Date.now() / 1000
+  const retryAfter = headers['retry-after']
+  if (typeof retryAfter === 'string') {
+    const seconds = /^\d+$/.test(retryAfter) ? Number(retryAfter) : Date.parse(retryAfter) / 1000 - nowSeconds
+    if (Number.isFinite(seconds)) return Math.max(0, Math.ceil(seconds))
+  }
+  const reset = headers['x-ratelimit-reset']
+  if (typeof reset === 'string' && /^\d+$/.test(reset)) return Math.max(0, Math.ceil(Number(reset) - nowSeconds))
+  return undefined
+}

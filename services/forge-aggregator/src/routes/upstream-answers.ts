@@ -1,0 +1,25 @@
+import { HttpError } from '@repo/http-errors'
+import { UpstreamFailure, UpstreamNotFound, UpstreamRateLimited } from '../upstream-errors.ts'
+
+/** What an endpoint says when the upstream fails it: the spec's messages per endpoint. */
+export interface FailureMessages {
+  /** The 404 message: "User not found" or "Repository not found". */
+  notFound: string
+  /** The 500 message: "Failed to fetch forge data", "… repository", "… repositories". */
+  failure: string
+}
+
+const RATE_LIMITED = 'API rate limit exceeded or access forbidden'
+
+/** The HTTP answer to an upstream error; any other error is returned unchanged (a 500 of ours). */
+export function answerForUpstreamError(error: unknown, messages: FailureMessages): unknown {
+  if (error instanceof UpstreamNotFound) return new HttpError(404, { error: messages.notFound }, { cause: error })
+  if (error instanceof UpstreamRateLimited) {
+    const headers = error.retryAfterSeconds === undefined ? {} : { 'retry-after': String(error.retryAfterSeconds) }
+    return new HttpError(403, { error: RATE_LIMITED }, { headers, cause: error })
+  }
+  if (error instanceof UpstreamFailure) {
+    return new HttpError(500, { error: messages.failure, details: error.message }, { cause: error })
+  }
+  return error
+}

@@ -1,0 +1,41 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import type { ForgeService } from '../forge-service.ts'
+import type { ResponseCache } from '../response-cache.ts'
+import { sendCachedResponse } from '../http-caching.ts'
+import { ErrorBody, FailureBody, NotModified } from './common.schema.ts'
+import { answerForUpstreamError } from './upstream-answers.ts'
+import { UserOverview, UsersQuery } from './users.schema.ts'
+
+export interface ForgeRouteOptions {
+  service: ForgeService
+  cache: ResponseCache
+  defaultUser: string
+}
+
+const MESSAGES = { notFound: 'User not found', failure: 'Failed to fetch forge data' }
+
+export const userRoutes: FastifyPluginAsyncTypebox<ForgeRouteOptions> = async (app, { service, cache, defaultUser }) => {
+  app.get(
+    '/api/forge/users',
+    {
+      schema: {
+        summary: "One user's profile, statistics, followers and top repositories",
+        querystring: UsersQuery,
+        response: { 200: UserOverview, 304: NotModified, 400: ErrorBody, 403: ErrorBody, 404: ErrorBody, 500: FailureBody },
+      },
+      // The spec's words name the parameter, not the rule it broke.
+      schemaErrorFormatter: () => new Error('Invalid user_name'),
+    },
+    async (request, reply) => {
+      const login = request.query.user_name ?? defaultUser
+      // Logins are case-insensitive upstream: one cache entry per user, however it is spelled.
+      const response = await cache.get(`users/${login.toLowerCase()}`, async () => {
+        const { overview, missing } = await service.userOverview(login).catch((error: unknown) => {
+          throw answerForUpstreamError(error, MESSAGES)
+        })
+        return { body: reply.serializeInput(overview, '200') as string, partial: missing }
+      })
+      return sendCachedResponse(request, reply, cache, response)
+    },
+  )
+}

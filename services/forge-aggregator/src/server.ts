@@ -1,0 +1,24 @@
+import { runService } from '@repo/service-kit'
+import { buildApp, RESPONSE_CACHE_SHARE } from './app.ts'
+import { ForgeAggregatorConfig } from './config.ts'
+import { createForgeClient } from './forge-client.ts'
+
+await runService({
+  config: ForgeAggregatorConfig,
+  env: process.env,
+  async start(config, logger) {
+    const client = createForgeClient({
+      baseUrl: config.FORGE_API_URL,
+      token: config.FORGE_TOKEN,
+      timeoutMs: config.FORGE_TIMEOUT_MS,
+      userAgent: 'forge-aggregator/1.0',
+      // Caching off (TTL 0) means nothing is held for revalidation either.
+      revalidationMaxBytes:
+        config.FORGE_CACHE_TTL_SECONDS === 0 ? 0 : config.FORGE_CACHE_MAX_MB * 1024 * 1024 * (1 - RESPONSE_CACHE_SHARE),
+      logger,
+    })
+    const app = await buildApp(config, { client, logger })
+    logger.info({ upstream: config.FORGE_API_URL, authenticated: config.FORGE_TOKEN !== undefined }, 'forge upstream')
+    return { app, close: () => client.close() }
+  },
+})

@@ -1,0 +1,242 @@
+import t, { type Test } from 'tap'
+import nock from 'nock'
+import { pino } from 'pino'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { createForgeClient, upstreamPath, type ForgeClientOptions } from '../src/forge-client.ts'
+import { UpstreamFailure, UpstreamNotFound, UpstreamRateLimited } from '../src/upstream-errors.ts'
+import { startLocalUpstream } from './helpers/local-upstream.ts'
+import { API, PINNED_HEADERS, RESOURCE_HEADERS, recordUnexpectedCalls } from './helpers/upstream.ts'
+
+t.afterEach(() => {
+  nock.cleanAll()
+})
+
+const TOKEN = 'ghp_clienttesttoken000000000000000000000000'
+
+function openClient(t: Test, options: Partial<ForgeClientOptions> = {}) {
+  const client = createForgeClient({
+    baseUrl: API,
+    timeoutMs: 2_000,
+    userAgent: 'forge-aggregator/test',
+    revalidationMaxBytes: 1024 * 1024,
+    logger: pino({ level: 'silent' }),
+    ...options,
+  })
+  t.teardown(() => client.close())
+  return client
+}
+
+t.test('upstreamPath percent-encodes every interpolated value as one segment', async (t) => {
+  t.equal(upstreamPath`/repos/${'a b'}/${'c/d?e#f'}`, '/repos/a%20b/c%2Fd%3Fe%23f')
+  t.equal(upstreamPath`/users/${'mona'}/repos`, '/users/mona/repos')
+})
+
+t.test('upstreamPath refuses segments that would change the path: empty, . and ..', async (t) => {
+  for (const segment of ['', '.', '..']) {
+    t.throws(() => upstreamPath`/repos/octocat/${segment}`, TypeError, JSON.stringify(segment))
+  }
+})
+
+t.test('every request carries the pinned version, the vnd.github Accept and a User-Agent, and no Authorization without a token', async (t) => {
+  const client = openClient(t)
+  const scope = nock(API, { reqheaders: PINNED_HEADERS, badheaders: ['authorization'] }).get('/users/mona').reply(200, { login: 'mona' })
+  t.same(await client.get('/users/mona'), { login: 'mona' })
+  scope.done()
+})
+
+t.test('with a token every request carries Authorization: Bearer <token>', async (t) => {
+  const client = openClient(t, { token: TOKEN })
+  const scope = nock(API, { reqheaders: { authorization: `Bearer ${TOKEN}` } }).get('/user').reply(200, { login: 'mona' })
+  await client.get('/user')
+  scope.done()
+})
+
+t.test('query values are encoded into the query string', async (t) => {
+  const client = openClient(t)
+  const scope = nock(API).get('/search/issues').query({ q: 'author:mona is:pr', per_page: '1' }).reply(200, { total_count: 2 })
+  await client.get('/search/issues', { q: 'author:mona is:pr', per_page: 1 })
+  scope.done()
+})
+
+t.test('a GitHub Enterprise base URL keeps its /api/v3 prefix', async (t) => {
+  const client = openClient(t, { baseUrl: 'https://ghe.example.com/api/v3/' })
+  const scope = nock('https://ghe.example.com').get('/api/v3/users/mona').reply(200, { login: 'mona' })
+  await client.get('/users/mona')
+  scope.done()
+})
+
+t.test('404 becomes UpstreamNotFound, 403 and 429 UpstreamRateLimited, 401 UpstreamFailure', async (t) => {
+  const client = openClient(t)
+  nock(API).get('/a').reply(404, { message: 'Not Found' })
+  nock(API).get('/b').reply(403, { message: 'Forbidden' })
+  nock(API).get('/c').reply(429, { message: 'Too Many Requests' })
+  nock(API).get('/d').reply(401, { message: 'Bad credentials' })
+  await t.rejects(client.get('/a'), UpstreamNotFound)
+  await t.rejects(client.get('/b'), UpstreamRateLimited)
+  await t.rejects(client.get('/c'), UpstreamRateLimited)
+  await t.rejects(client.get('/d'), new UpstreamFailure('Upstream responded 401: Bad credentials'))
+})
+
+t.test('Retry-After is taken from the upstream Retry-After (seconds or date), else from X-RateLimit-Reset', async (t) => {
+  const client = openClient(t)
+  const now = Date.now()
+  nock(API).get('/seconds').reply(403, {}, { 'retry-after': '42', 'x-ratelimit-reset': '1' })
+  nock(API).get('/date').reply(429, {}, { 'retry-after': new Date(now + 30_000).toUTCString() })
+  nock(API).get('/reset').reply(403, {}, { 'x-ratelimit-reset': String(Math.floor(now / 1000) + 90) })
+  nock(API).get('/past').reply(403, {}, { 'x-ratelimit-reset': String(Math.floor(now / 1000) - 10) })
+  nock(API).get('/none').reply(403, {})
+  const retryAfter = async (path: string) => ((await client.get(path).catch((error: unknown) => error)) as UpstreamRateLimited).retryAfterSeconds
+  t.equal(await retryAfter('/seconds'), 42)
+  t.ok(Math.abs((await retryAfter('/date'))! - 30) <= 1)
+  t.ok(Math.abs((await retryAfter('/reset'))! - 90) <= 1)
+  t.equal(await retryAfter('/past'), 0)
+  t.equal(await retryAfter('/none'), undefined)
+})
+
+t.test('502, 503 and 504 are retried twice with backoff, then answered as they are', async (t) => {
+  const client = openClient(t)
+  for (const status of [502, 503, 504]) {
+    const scope = nock(API).get(`/flaky-${status}`).times(2).reply(status, { message: 'try again' }).get(`/flaky-${status}`).reply(200, { ok: true })
+    t.same(await client.get(`/flaky-${status}`), { ok: true }, `${status} then 200`)
+    scope.done()
+  }
+  const scope = nock(API).get('/down').times(3).reply(503, { message: 'Service Unavailable' })
+  await t.rejects(client.get('/down'), new UpstreamFailure('Upstream responded 503: Service Unavailable'))
+  scope.done()
+})
+
+t.test('403, 429, 404, 401 and 500 are never retried', async (t) => {
+  const client = openClient(t)
+  const unexpected = recordUnexpectedCalls(t)
+  for (const status of [403, 429, 404, 401, 500]) {
+    const scope = nock(API).get(`/once-${status}`).once().reply(status, { message: 'no' })
+    await client.get(`/once-${status}`).catch(() => undefined)
+    scope.done()
+  }
+  t.same(unexpected, [], 'one call each')
+})
+
+t.test('a connection reset is retried', async (t) => {
+  const upstream = await startLocalUpstream(t, (request, response, index) => {
+    if (index === 0) request.socket.destroy()
+    else response.end(JSON.stringify({ ok: true }))
+  })
+  const client = openClient(t, { baseUrl: upstream.url })
+  t.same(await client.get('/reset-once'), { ok: true })
+  t.equal(upstream.requests.length, 2)
+})
+
+t.test('concurrent identical GETs share one upstream call', async (t) => {
+  const client = openClient(t)
+  const scope = nock(API).get('/users/mona').once().delay(30).reply(200, { login: 'mona' })
+  const bodies = await Promise.all(Array.from({ length: 10 }, () => client.get('/users/mona')))
+  t.same(new Set(bodies.map((body) => JSON.stringify(body))), new Set([JSON.stringify({ login: 'mona' })]))
+  scope.done()
+})
+
+// compose() wraps each interceptor around the ones before it (the last is outermost): with
+// deduplication outside retry, a request arriving while the first one waits out its backoff
+// joins it instead of starting a call of its own. Inside-out, the upstream would see three.
+t.test('deduplication sits outside retry: a request arriving during a retry backoff joins the retried call', async (t) => {
+  const upstream = await startLocalUpstream(t, (_request, response, index) => {
+    if (index === 0) response.writeHead(503).end('{"message":"busy"}')
+    else response.end(JSON.stringify({ login: 'mona' }))
+  })
+  const client = openClient(t, { baseUrl: upstream.url })
+  const first = client.get('/users/mona')
+  await sleep(50)
+  const second = client.get('/users/mona')
+  t.same(await Promise.all([first, second]), [{ login: 'mona' }, { login: 'mona' }])
+  t.equal(upstream.requests.length, 2, 'the failed try and its retry, nothing else')
+})
+
+t.test('the deadline covers the whole call, retries included', async (t) => {
+  const upstream = await startLocalUpstream(t, (_request, response, index) => {
+    if (index === 0) response.writeHead(503).end()
+    // The retry never gets an answer.
+  })
+  const client = openClient(t, { baseUrl: upstream.url, timeoutMs: 400 })
+  const started = Date.now()
+  await t.rejects(client.get('/slow'), new UpstreamFailure('Upstream did not answer within 400 ms'))
+  t.ok(Date.now() - started < 1_500)
+})
+
+t.test('a held resource is asked with If-None-Match, and a 304 answers with the held body', async (t) => {
+  const client = openClient(t)
+  nock(API, { badheaders: ['if-none-match'] }).get('/users/mona').reply(200, { login: 'mona', bio: 'held' }, RESOURCE_HEADERS)
+  const revalidation = nock(API, { reqheaders: { 'if-none-match': RESOURCE_HEADERS.etag } }).get('/users/mona').reply(304, '', RESOURCE_HEADERS)
+  await client.get('/users/mona')
+  t.same(await client.get('/users/mona'), { login: 'mona', bio: 'held' })
+  revalidation.done()
+})
+
+t.test('a new ETag replaces the held body', async (t) => {
+  const client = openClient(t)
+  nock(API).get('/users/mona').reply(200, { v: 1 }, { etag: '"one"' })
+  nock(API, { reqheaders: { 'if-none-match': '"one"' } }).get('/users/mona').reply(200, { v: 2 }, { etag: '"two"' })
+  const latest = nock(API, { reqheaders: { 'if-none-match': '"two"' } }).get('/users/mona').reply(304, '')
+  await client.get('/users/mona')
+  await client.get('/users/mona')
+  t.same(await client.get('/users/mona'), { v: 2 })
+  latest.done()
+})
+
+t.test('bodies without an ETag (searches) are not held', async (t) => {
+  const client = openClient(t)
+  nock(API).get('/search/issues').query(true).reply(200, { total_count: 1 })
+  const again = nock(API, { badheaders: ['if-none-match'] }).get('/search/issues').query(true).reply(200, { total_count: 2 })
+  await client.get('/search/issues', { q: 'x' })
+  t.same(await client.get('/search/issues', { q: 'x' }), { total_count: 2 })
+  again.done()
+})
+
+t.test('held bodies are bounded: one larger than revalidationMaxBytes is not held', async (t) => {
+  const client = openClient(t, { revalidationMaxBytes: 100 })
+  nock(API).get('/big').reply(200, { padding: 'x'.repeat(200) }, { etag: '"big"' })
+  const again = nock(API, { badheaders: ['if-none-match'] }).get('/big').reply(200, { padding: 'y' }, { etag: '"big2"' })
+  await client.get('/big')
+  await client.get('/big')
+  again.done()
+})
+
+t.test('with revalidationMaxBytes 0 nothing is held', async (t) => {
+  const client = openClient(t, { revalidationMaxBytes: 0 })
+  nock(API).get('/users/mona').reply(200, { login: 'mona' }, RESOURCE_HEADERS)
+  const again = nock(API, { badheaders: ['if-none-match'] }).get('/users/mona').reply(200, { login: 'mona' }, RESOURCE_HEADERS)
+  await client.get('/users/mona')
+  await client.get('/users/mona')
+  again.done()
+})
+
+t.test('an unexpected 304 (nothing held) is a failure, not an empty answer', async (t) => {
+  const client = openClient(t)
+  nock(API).get('/odd').reply(304, '')
+  await t.rejects(client.get('/odd'), new UpstreamFailure('Upstream responded 304: status 304'))
+})
+
+t.test('an upstream message that echoes the token is redacted', async (t) => {
+  const client = openClient(t, { token: TOKEN })
+  nock(API).get('/echo').reply(401, { message: `Bad credentials: ${TOKEN}` })
+  const error = (await client.get('/echo').catch((caught: unknown) => caught)) as Error
+  t.equal(error.message, 'Upstream responded 401: Bad credentials: [redacted]')
+})
+
+t.test('long upstream messages are shortened to 200 characters', async (t) => {
+  const client = openClient(t)
+  nock(API).get('/verbose').reply(500, { message: 'x'.repeat(1000) })
+  const error = (await client.get('/verbose').catch((caught: unknown) => caught)) as Error
+  t.equal(error.message, `Upstream responded 500: ${'x'.repeat(200)}`)
+})
+
+t.test('a transport error without a code is described by its message', async (t) => {
+  const client = openClient(t)
+  // Retried like any failure without a status, so it must happen three times.
+  nock(API).get('/odd-failure').times(3).replyWithError('socket went away')
+  await t.rejects(client.get('/odd-failure'), new UpstreamFailure('Upstream request failed: socket went away'))
+})
+
+t.test('a JSON body that is not an object or a list is an unexpected body', async (t) => {
+  const client = openClient(t)
+  nock(API).get('/null').reply(200, 'null', { 'content-type': 'application/json' })
+  await t.rejects(client.get('/null'), new UpstreamFailure('Upstream sent an unexpected body'))
+})

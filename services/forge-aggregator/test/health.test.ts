@@ -1,0 +1,57 @@
+import t from 'tap'
+import { buildAggregator } from './helpers/build.ts'
+import { recordUnexpectedCalls } from './helpers/upstream.ts'
+
+t.test('/health and /ready answer 200 and never call the upstream', async (t) => {
+  const { app } = await buildAggregator(t)
+  const unexpected = recordUnexpectedCalls(t)
+  const health = await app.inject({ method: 'GET', url: '/health' })
+  const ready = await app.inject({ method: 'GET', url: '/ready' })
+  t.equal(health.statusCode, 200)
+  t.same(health.json(), { status: 'ok' })
+  t.equal(ready.statusCode, 200)
+  t.same(ready.json(), { status: 'ready' })
+  t.same(unexpected, [])
+})
+
+t.test('an unknown route answers 404 {"error":"Not Found"}', async (t) => {
+  const { app } = await buildAggregator(t)
+  const res = await app.inject({ method: 'GET', url: '/api/forge/nothing' })
+  t.equal(res.statusCode, 404)
+  t.same(res.json(), { error: 'Not Found' })
+})
+
+t.test('/docs serves the Swagger UI and /docs/json the OpenAPI document of both endpoints', async (t) => {
+  const { app } = await buildAggregator(t)
+  const ui = await app.inject({ method: 'GET', url: '/docs/' })
+  t.equal(ui.statusCode, 200)
+  t.match(ui.headers['content-type'], /text\/html/)
+
+  const document = (await app.inject({ method: 'GET', url: '/docs/json' })).json<{
+    paths: Record<string, { get: { parameters: { name: string; schema: { pattern?: string } }[]; responses: Record<string, unknown> } }>
+  }>()
+  const users = document.paths['/api/forge/users']?.get
+  const repos = document.paths['/api/forge/repos']?.get
+  t.same(Object.keys(users?.responses ?? {}).sort(), ['200', '304', '400', '403', '404', '500'])
+  t.same(Object.keys(repos?.responses ?? {}).sort(), ['200', '304', '400', '403', '404', '500'])
+  t.match(users?.parameters, [{ name: 'user_name', schema: { pattern: '^[A-Za-z0-9-]{1,39}$' } }])
+  t.match(repos?.parameters, [{ name: 'repo_name' }])
+  t.match(JSON.stringify(users?.responses['200']), /"totalStars"/)
+  t.match(JSON.stringify(repos?.responses['200']), /"forksCount".*"totalCount"/)
+})
+
+t.test('CORS_ORIGINS allows the listed origins for GET', async (t) => {
+  const { app } = await buildAggregator(t, { config: { CORS_ORIGINS: ['https://app.example'] } })
+  const allowed = await app.inject({ method: 'GET', url: '/health', headers: { origin: 'https://app.example' } })
+  const other = await app.inject({ method: 'GET', url: '/health', headers: { origin: 'https://evil.example' } })
+  t.equal(allowed.headers['access-control-allow-origin'], 'https://app.example')
+  t.equal(other.headers['access-control-allow-origin'], undefined)
+})
+
+t.test('CORS_ORIGINS=* allows any origin; without it no CORS headers are sent', async (t) => {
+  const open = await buildAggregator(t, { config: { CORS_ORIGINS: ['*'] } })
+  const closed = await buildAggregator(t)
+  const headers = { origin: 'https://anyone.example' }
+  t.equal((await open.app.inject({ method: 'GET', url: '/health', headers })).headers['access-control-allow-origin'], '*')
+  t.equal((await closed.app.inject({ method: 'GET', url: '/health', headers })).headers['access-control-allow-origin'], undefined)
+})
