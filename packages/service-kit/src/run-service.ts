@@ -1,7 +1,7 @@
 import closeWithGrace from 'close-with-grace'
-import { pino, type Logger } from 'pino'
+import { pino } from 'pino'
 import type { Static, TObject } from '@sinclair/typebox'
-import type { FastifyInstance } from 'fastify'
+import type { FastifyBaseLogger, FastifyInstance } from 'fastify'
 import { loadConfig } from '@repo/config'
 import { describeError } from '@repo/http-errors'
 import { endKeepAliveOnClose } from './keep-alive.ts'
@@ -22,7 +22,7 @@ export interface ServiceDefinition<Schema extends TObject> {
   /** The process environment: read here and nowhere else. */
   env: NodeJS.ProcessEnv
   /** Builds the app (not yet listening) and what it depends on; `close` releases those after the app closed. */
-  start(config: Readonly<Static<Schema>>, logger: Logger): Promise<{ app: FastifyInstance; close?: () => Promise<void> }>
+  start(config: Readonly<Static<Schema>>, logger: FastifyBaseLogger): Promise<{ app: FastifyInstance; close?: () => Promise<void> }>
 }
 
 /**
