@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Makes one service's production bundle in <outdir>: its compiled dist/, its package.json and its
+# production dependencies (workspace packages as their built dist/), runnable with
+# `node dist/server.js` on a plain Node 24. Each service's Dockerfile runs this in its build stage
+# and the service's test/production-bundle.test.ts runs it on a copy of the build context, so the
+# test checks exactly what the image holds. Meant for a clean tree (no dist/ left from an
+# earlier build), as the build context and the test's copy are.
+#
+#   usage: scripts/bundle-service.sh <service> <outdir>     e.g. items-list /bundle
+set -euo pipefail
+
+if [ $# -ne 2 ]; then
+  echo "usage: $0 <service> <outdir>" >&2
+  exit 2
+fi
+service=$1
+outdir=$(realpath -m -- "$2")
+cd "$(dirname "$0")/.."
+if [ ! -f "services/$service/package.json" ]; then
+  echo "no service named \"$service\" under services/" >&2
+  exit 2
+fi
+
+# The only dependency allowed an install script is the root `node` devDependency, which downloads
+# a second Node binary (about 120 MB, fetched by npm outside the lockfile's integrity hashes) to pin
+# Node for developers. The bundle is built by the Node 24 that will run it, so that download is
+# skipped; nothing else is lost, as pnpm runs no other dependency's scripts.
+# --offline: everything comes from pnpm's store, which `pnpm fetch` filled from the lockfile in the
+# image (and the workspace install filled on a developer's machine or in CI); nothing is resolved
+# again, so the bundle holds exactly the lockfile's versions.
+pnpm install --frozen-lockfile --ignore-scripts --offline
+# The service and the workspace packages it depends on, dependencies first.
+pnpm --filter "$service..." run build
+# --legacy: workspace packages are linked, not injected; deploy copies each one's "files" (dist).
+pnpm --filter "$service" deploy --prod --legacy --offline "$outdir"

@@ -1,0 +1,345 @@
+import { spawn, type ChildProcess } from 'node:child_process'
+import { once } from 'node:events'
+import { existsSync } from 'node:fs'
+import { cp, mkdtemp, readdir, readFile, realpath, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { delimiter, dirname, join, relative, sep } from 'node:path'
+import { fileURLToPath } from 'node:url'
+
+/**
+ * What a service's production-bundle test needs to check its image without Docker: the build
+ * context copied as `docker build` would send it (`.dockerignore` applied), the build stage's own
+ * `RUN` of scripts/bundle-service.sh run on that copy, and the final stage's `ENV`, `CMD` and
+ * `HEALTHCHECK` read from the Dockerfile, so that what the test starts is what the image starts.
+ */
+
+export const REPO_ROOT = fileURLToPath(new URL('..', import.meta.url))
+
+/** Install, build and deploy take about 20 s; a test file using this allows 180 s in all. */
+export const BUILD_DEADLINE_MS = 150_000
+
+export interface Instruction {
+  keyword: string
+  args: string
+}
+
+export interface Stage {
+  from: string
+  instructions: Instruction[]
+}
+
+export interface ProductionBundle {
+  /** The bundle: what the final stage copies to its WORKDIR. */
+  dir: string
+  /** The build stage's command, as the Dockerfile writes it. */
+  command: string[]
+  /** Everything that command wrote. */
+  log: string
+  /** The image's last stage, as the Dockerfile writes it. */
+  image: Stage
+  /** Removes the copied context and the bundle. */
+  dispose(): Promise<void>
+}
+
+export interface RunningProcess {
+  child: ChildProcess
+  /** Everything the process wrote to stdout and stderr so far. */
+  output(): string
+  /** Resolves with the first match of `pattern` in the output, waiting for it to appear. */
+  waitFor(pattern: RegExp, timeoutMs?: number): Promise<RegExpMatchArray>
+  /** Resolves with the exit code once the process has exited. */
+  exited: Promise<number | null>
+}
+
+/** The service's Dockerfile, stage by stage. */
+export async function readDockerfile(service: string): Promise<Stage[]> {
+  const text = await readFile(join(REPO_ROOT, 'services', service, 'Dockerfile'), 'utf8')
+  const stages: Stage[] = []
+  // Docker drops comment lines, also inside a continued instruction, before joining continuations.
+  const logical = text
+    .split('\n')
+    .filter((line) => !line.trimStart().startsWith('#'))
+    .join('\n')
+    .replace(/\\\n/g, ' ')
+  for (const line of logical.split('\n')) {
+    const match = /^\s*(\w+)\s+(.*?)\s*$/.exec(line)
+    if (!match) continue
+    const keyword = match[1]!.toUpperCase()
+    const args = match[2]!
+    if (keyword === 'FROM') stages.push({ from: args, instructions: [] })
+    else if (stages.length === 0) throw new Error(`${keyword} before the first FROM`)
+    else stages.at(-1)!.instructions.push({ keyword, args })
+  }
+  return stages
+}
+
+/** The arguments of every `keyword` instruction of `stage`. */
+export function argsOf(stage: Stage, keyword: string): string[] {
+  return stage.instructions.filter((instruction) => instruction.keyword === keyword).map((instruction) => instruction.args)
+}
+
+/** An exec-form (JSON array) command; a shell-form one would not get signals as PID 1. */
+export function execForm(args: string): string[] {
+  const parsed: unknown = JSON.parse(args)
+  if (!Array.isArray(parsed) || !parsed.every((word) => typeof word === 'string')) {
+    throw new Error(`not an exec-form command: ${args}`)
+  }
+  return parsed
+}
+
+/** The variables `ENV` sets in `stage` (`KEY=value` pairs, unquoted). */
+export function envOf(stage: Stage): Record<string, string> {
+  const env: Record<string, string> = {}
+  for (const args of argsOf(stage, 'ENV')) {
+    for (const pair of args.split(/\s+/)) {
+      const [key, ...value] = pair.split('=')
+      if (!key || value.length === 0 || /["']/.test(pair)) throw new Error(`unsupported ENV: ${args}`)
+      env[key] = value.join('=')
+    }
+  }
+  return env
+}
+
+/** The HEALTHCHECK's command, in exec form. */
+export function healthcheckOf(stage: Stage): string[] {
+  const [healthcheck] = argsOf(stage, 'HEALTHCHECK')
+  const command = healthcheck && /\bCMD\s+(\[.*\])$/.exec(healthcheck)
+  if (!command) throw new Error(`no exec-form HEALTHCHECK CMD: ${healthcheck}`)
+  return execForm(command[1]!)
+}
+
+/**
+ * Copies the build context, the repository as `docker build .` sends it, into a temporary
+ * directory, runs the build stage's `RUN … scripts/bundle-service.sh <service> <outdir>` there
+ * (outdir moved into the temporary directory) with an environment holding nothing from the
+ * caller's but what pnpm needs to find its store and the registry, and returns the bundle. The
+ * copy holds no node_modules or dist, so nothing installed or built in the working tree can leak in.
+ */
+export async function buildProductionBundle(service: string): Promise<ProductionBundle> {
+  const stages = await readDockerfile(service)
+  const build = stages[0]
+  const image = stages.at(-1)
+  if (!build || !image || build === image) throw new Error(`the ${service} Dockerfile is not multi-stage`)
+  const runs = argsOf(build, 'RUN').filter((args) => args.includes('scripts/bundle-service.sh'))
+  if (runs.length !== 1) throw new Error(`the ${service} build stage must RUN scripts/bundle-service.sh once`)
+  const command = runs[0]!.split(/\s+/)
+  const outdir = command.at(-1)!
+
+  const work = await mkdtemp(join(tmpdir(), `${service}-bundle-`))
+  const dispose = () => rm(work, { recursive: true, force: true })
+  try {
+    const context = join(work, 'context')
+    const dir = join(work, 'bundle')
+    await copyBuildContext(context)
+    const run = runProcess(command[0]!, [...command.slice(1, -1), dir], {
+      cwd: context,
+      env: { ...buildEnvironment(), ...envOf(build) },
+      detached: true,
+    })
+    // pnpm retries an unreachable registry for minutes: fail with what it said, before the test's own timeout.
+    const deadline = setTimeout(() => {
+      try {
+        process.kill(-run.child.pid!, 'SIGKILL')
+      } catch {
+        // It exited just now: nothing left to stop.
+      }
+    }, BUILD_DEADLINE_MS)
+    const code = await run.exited.finally(() => clearTimeout(deadline))
+    if (code !== 0) {
+      const outcome = code === null ? `was stopped after ${BUILD_DEADLINE_MS / 1000} s` : `exited ${code}`
+      throw new Error(`${command.join(' ')} (to ${dir} instead of ${outdir}) ${outcome}:\n${run.output()}`)
+    }
+    return { dir, command, log: run.output(), image, dispose }
+  } catch (error) {
+    await dispose()
+    throw error
+  }
+}
+
+/** The repository without what `.dockerignore` excludes (a pattern also excludes what a matched directory holds). */
+export async function copyBuildContext(destination: string): Promise<void> {
+  const ignored = await readDockerignore()
+  await cp(REPO_ROOT, destination, {
+    recursive: true,
+    verbatimSymlinks: true,
+    filter: (source) => {
+      const path = relative(REPO_ROOT, source).split(sep).join('/')
+      return path === '' || !ignored.some((pattern) => pattern.test(path))
+    },
+  })
+}
+
+/** `.dockerignore` as Docker reads it, for the syntax this repository uses: `**`, `*`, `?`, no `!`. */
+async function readDockerignore(): Promise<RegExp[]> {
+  const text = await readFile(join(REPO_ROOT, '.dockerignore'), 'utf8')
+  const patterns = text
+    .split('\n')
+    .map((line) => line.trim())
+    .filter((line) => line !== '' && !line.startsWith('#'))
+  return patterns.map((pattern) => {
+    if (/[![\\]/.test(pattern)) throw new Error(`.dockerignore: "${pattern}" uses syntax this copy does not implement`)
+    const source = pattern
+      .replace(/^\/+|\/+$/g, '')
+      .split(/(\*\*\/|\*\*|\*|\?)/)
+      .map((part) => {
+        if (part === '**/') return '(?:.*/)?'
+        if (part === '**') return '.*'
+        if (part === '*') return '[^/]*'
+        if (part === '?') return '[^/]'
+        return part.replace(/[.+^${}()|]/g, '\\$&')
+      })
+      .join('')
+    return new RegExp(`^${source}$`)
+  })
+}
+
+/**
+ * The build's environment: the Node 24 running this test first on PATH (the image's node), no
+ * node_modules/.bin of the working tree, and only the caller's variables that say where pnpm's
+ * store, cache and configuration are and how the registry is reached.
+ */
+function buildEnvironment(): Record<string, string> {
+  const passed = /^(HOME|TMPDIR|PNPM_HOME|XDG_\w+|NODE_EXTRA_CA_CERTS|SSL_CERT_\w+|(HTTPS?|NO|ALL)_PROXY|(https?|no|all)_proxy)$/
+  const env: Record<string, string> = {}
+  for (const [key, value] of Object.entries(process.env)) {
+    if (value !== undefined && passed.test(key)) env[key] = value
+  }
+  env.PATH = nodePath()
+  return env
+}
+
+/** PATH with this test's Node 24 first and no node_modules/.bin directory. */
+export function nodePath(): string {
+  const rest = (process.env.PATH ?? '').split(delimiter).filter((entry) => !/[\\/]node_modules[\\/]\.bin$/.test(entry))
+  return [dirname(process.execPath), ...rest].join(delimiter)
+}
+
+/**
+ * Runs `command` with exactly `env` (through `env -i`: a test runner's hooks, such as tap's
+ * NODE_OPTIONS, cannot reach it), as a container would run it. `node` means this test's Node 24.
+ */
+export function runProcess(
+  command: string,
+  args: string[],
+  options: { cwd: string; env: Record<string, string>; /** Its own process group, to stop it with all it started. */ detached?: boolean },
+): RunningProcess {
+  const executable = command === 'node' ? process.execPath : command
+  const assignments = Object.entries(options.env).map(([key, value]) => `${key}=${value}`)
+  const child = spawn('env', ['-i', ...assignments, executable, ...args], {
+    cwd: options.cwd,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    detached: options.detached ?? false,
+  })
+  let output = ''
+  const listeners = new Set<() => void>()
+  const append = (chunk: Buffer) => {
+    output += chunk.toString()
+    for (const listener of listeners) listener()
+  }
+  child.stdout?.on('data', append)
+  child.stderr?.on('data', append)
+  const exited = once(child, 'exit').then(([code]) => code as number | null)
+
+  return {
+    child,
+    output: () => output,
+    exited,
+    waitFor(pattern, timeoutMs = 10_000) {
+      return new Promise((resolve, reject) => {
+        const check = () => {
+          const match = output.match(pattern)
+          if (!match) return
+          cleanup()
+          resolve(match)
+        }
+        const timer = setTimeout(() => {
+          cleanup()
+          reject(new Error(`no ${String(pattern)} in output:\n${output}`))
+        }, timeoutMs)
+        const cleanup = () => {
+          clearTimeout(timer)
+          listeners.delete(check)
+        }
+        listeners.add(check)
+        check()
+      })
+    },
+  }
+}
+
+/** Where `specifier` resolves from `dir` on plain Node (no `--conditions`), as a real path. */
+export async function resolveFrom(dir: string, specifier: string): Promise<string> {
+  const run = runProcess(
+    'node',
+    ['--input-type=module', '--eval', `process.stdout.write(import.meta.resolve(${JSON.stringify(specifier)}))`],
+    { cwd: dir, env: { PATH: nodePath() } },
+  )
+  if ((await run.exited) !== 0) throw new Error(`${specifier} does not resolve from ${dir}:\n${run.output()}`)
+  return realpath(fileURLToPath(run.output()))
+}
+
+/**
+ * The service's and the repository root's devDependencies (those that are not also production
+ * dependencies of the service) that the bundle holds, at its top level or in pnpm's virtual store.
+ */
+export async function devDependenciesIn(dir: string, service: string): Promise<string[]> {
+  const manifest = join(REPO_ROOT, 'services', service, 'package.json')
+  const production = new Set(await dependencyNames(manifest, 'dependencies'))
+  const dev = [
+    ...(await dependencyNames(manifest, 'devDependencies')),
+    ...(await dependencyNames(join(REPO_ROOT, 'package.json'), 'devDependencies')),
+  ].filter((name) => !production.has(name))
+  const installed = new Set((await installedPackages(dir)).map((installedPackage) => installedPackage.name))
+  const found = dev.filter((name) => installed.has(name) || existsSync(join(dir, 'node_modules', name)))
+  return [...new Set(found)].sort()
+}
+
+/** The bundle's registry packages (`name@version`) at a version the repository's lockfile does not hold. */
+export async function unlockedIn(dir: string): Promise<string[]> {
+  const locked = await lockedPackages()
+  return (await installedPackages(dir))
+    .filter(({ version }) => !version.startsWith('file+'))
+    .map(({ name, version }) => `${name}@${version}`)
+    .filter((id) => !locked.has(id))
+}
+
+/** Where each workspace package the service depends on resolves from the bundle, on plain Node. */
+export async function workspaceResolutions(dir: string, service: string): Promise<Array<{ name: string; path: string }>> {
+  const names = await dependencyNames(join(REPO_ROOT, 'services', service, 'package.json'), 'dependencies')
+  const workspace = names.filter((name) => name.startsWith('@repo/'))
+  return Promise.all(workspace.map(async (name) => ({ name, path: await resolveFrom(dir, name) })))
+}
+
+interface InstalledPackage {
+  name: string
+  /** A registry version, or `file+…` for a copied workspace package. */
+  version: string
+}
+
+/** Every package in pnpm's virtual store of the bundle. */
+async function installedPackages(dir: string): Promise<InstalledPackage[]> {
+  const entries = await readdir(join(dir, 'node_modules', '.pnpm'))
+  return entries
+    .filter((entry) => entry !== 'node_modules' && entry !== 'lock.yaml')
+    .map((entry) => {
+      // "@scope+name@version_peers": the first "@" after a scope's own; no version holds a "_".
+      const at = entry.indexOf('@', 1)
+      return { name: entry.slice(0, at).replace('+', '/'), version: entry.slice(at + 1).split('_')[0]! }
+    })
+}
+
+/** Every `name@version` the lockfile resolves. */
+async function lockedPackages(): Promise<Set<string>> {
+  const text = await readFile(join(REPO_ROOT, 'pnpm-lock.yaml'), 'utf8')
+  const packages = text.split(/^packages:$/m)[1]?.split(/^snapshots:$/m)[0] ?? ''
+  const locked = new Set<string>()
+  for (const match of packages.matchAll(/^ {2}'?((?:@[^@/\s]+\/)?[^@\s']+)@([^:'\s(]+)'?:$/gm)) {
+    locked.add(`${match[1]}@${match[2]}`)
+  }
+  return locked
+}
+
+async function dependencyNames(packageJson: string, field: 'dependencies' | 'devDependencies'): Promise<string[]> {
+  const manifest = JSON.parse(await readFile(packageJson, 'utf8')) as Record<string, Record<string, string> | undefined>
+  return Object.keys(manifest[field] ?? {})
+}

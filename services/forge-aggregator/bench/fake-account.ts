@@ -1,0 +1,17 @@
+/** What the fake upstream (fake-upstream.ts) holds for every login, and how it counts calls. */
+
+export const DELAY_MS = 50
+/** One page of repositories, as most accounts have: a users answer costs 5 upstream calls. */
+export const REPOS_PER_USER = 30
+export const FOLLOWERS_PER_USER = 20
+export const ISSUES_PER_USER = 280
+export const PRS_PER_USER = 42
+
+export type RouteName = 'user' | 'repos' | 'followers' | 'search'
+
+/** Calls answered since the last reset; `notModified` of them were 304s. */
+export interface UpstreamCalls {
+  total: number
+  notModified: number
+  byRoute: Record<RouteName, number>
+}

@@ -1,0 +1,142 @@
+/**
+ * The upstream the benchmark talks to: the five routes a users answer reads, with the official
+ * example bodies (test/fixtures) made into a plausible account per requested login, answered
+ * DELAY_MS after each request arrived, with the upstream's own headers. Resources carry an ETag
+ * and answer a matching If-None-Match with 304; searches carry none (as the real API does), so
+ * they are always answered in full.
+ *
+ * It runs as its own process so that its work never shares an event loop with the load
+ * generator or the service: an answer is due DELAY_MS after arrival, not "after autocannon
+ * lets the timer fire". The body is built inside that delay, so its cost does not show either.
+ *
+ * GET /__calls says how many upstream calls it answered since POST /__reset (those two are not
+ * counted). Usage: node bench/fake-upstream.ts <port>
+ */
+import { createHash } from 'node:crypto'
+import { readFileSync } from 'node:fs'
+import { setTimeout as sleep } from 'node:timers/promises'
+import Fastify, { type FastifyReply } from 'fastify'
+import {
+  DELAY_MS,
+  FOLLOWERS_PER_USER,
+  ISSUES_PER_USER,
+  PRS_PER_USER,
+  REPOS_PER_USER,
+  type RouteName,
+  type UpstreamCalls,
+} from './fake-account.ts'
+
+const LOGIN = /^[A-Za-z0-9-]{1,39}$/
+/** The login the fixtures are written for; every occurrence becomes the requested login. */
+const FIXTURE_LOGIN = 'octocat'
+
+const fixture = (name: string): unknown => JSON.parse(readFileSync(new URL(`../test/fixtures/${name}`, import.meta.url), 'utf8'))
+const headers = fixture('headers.json') as Record<'resource' | 'search', Record<string, string>>
+// The recorded ETag belongs to the recorded body; ours is computed from each body.
+const resourceHeaders = Object.fromEntries(Object.entries(headers.resource).filter(([name]) => name !== 'etag'))
+const searchHeaders = headers.search
+
+const profileTemplate = JSON.stringify({
+  ...(fixture('user.json') as object),
+  public_repos: REPOS_PER_USER,
+  followers: FOLLOWERS_PER_USER,
+})
+const [exampleRepo] = fixture('user-repos.json') as [Record<string, unknown>]
+const repos = Array.from({ length: REPOS_PER_USER }, (_, index) => {
+  const name = `project-${String(index + 1).padStart(2, '0')}`
+  // Every URL of the example names its repository: each repository gets its own.
+  const repo = JSON.parse(JSON.stringify(exampleRepo).replaceAll('Hello-World', name)) as Record<string, unknown>
+  return {
+    ...repo,
+    id: 1_296_269 + index,
+    stargazers_count: (index * 37) % 101,
+    forks_count: index % 9,
+    watchers_count: (index * 37) % 101,
+    fork: index % 6 === 5,
+    language: ['TypeScript', 'Go', 'Rust', null][index % 4],
+  }
+})
+const [exampleFollower] = fixture('followers.json') as [Record<string, unknown>]
+const followers = Array.from({ length: FOLLOWERS_PER_USER }, (_, index) => {
+  const login = `follower-${index + 1}`
+  return { ...(JSON.parse(JSON.stringify(exampleFollower).replaceAll(FIXTURE_LOGIN, login)) as object), id: 1000 + index }
+})
+const searchExample = fixture('search-issues.json') as { items: unknown[] }
+
+let calls: UpstreamCalls = freshCalls()
+
+const app = Fastify()
+
+app.get('/__calls', async () => calls)
+app.post('/__reset', async () => {
+  calls = freshCalls()
+  return calls
+})
+
+app.get<{ Params: { login: string } }>('/users/:login', async (request, reply) => {
+  const { login } = request.params
+  return answer(reply, 'user', () => (LOGIN.test(login) ? profileTemplate.replaceAll(FIXTURE_LOGIN, login) : undefined), request.headers)
+})
+
+app.get<{ Params: { login: string }; Querystring: { per_page?: string; page?: string } }>('/users/:login/repos', async (request, reply) => {
+  const { login } = request.params
+  const perPage = Math.min(Number(request.query.per_page ?? 30), 100)
+  const page = Number(request.query.page ?? 1)
+  return answer(
+    reply,
+    'repos',
+    () => (LOGIN.test(login) ? JSON.stringify(repos.slice((page - 1) * perPage, page * perPage)).replaceAll(FIXTURE_LOGIN, login) : undefined),
+    request.headers,
+  )
+})
+
+app.get<{ Params: { login: string }; Querystring: { per_page?: string } }>('/users/:login/followers', async (request, reply) => {
+  const { login } = request.params
+  const perPage = Math.min(Number(request.query.per_page ?? 30), 100)
+  return answer(reply, 'followers', () => (LOGIN.test(login) ? JSON.stringify(followers.slice(0, perPage)) : undefined), request.headers)
+})
+
+app.get<{ Querystring: { q?: string; per_page?: string } }>('/search/issues', async (request, reply) => {
+  const query = request.query.q ?? ''
+  const perPage = Math.min(Number(request.query.per_page ?? 30), 100)
+  return answer(reply, 'search', () => {
+    const kind = /\bis:(issue|pr)\b/.exec(query)?.[1]
+    if (!kind || !/\bauthor:[A-Za-z0-9-]+\b/.test(query)) return undefined
+    return JSON.stringify({
+      ...searchExample,
+      total_count: kind === 'issue' ? ISSUES_PER_USER : PRS_PER_USER,
+      items: searchExample.items.slice(0, perPage),
+    })
+  })
+})
+
+await app.listen({ host: '127.0.0.1', port: Number(process.argv[2]) })
+
+/**
+ * Answers DELAY_MS after the request arrived: the body (undefined: 404) when `ifNoneMatch` is
+ * absent or stale, else 304. Only resources (`ifNoneMatch` passed) get an ETag.
+ */
+async function answer(
+  reply: FastifyReply,
+  route: RouteName,
+  body: () => string | undefined,
+  requestHeaders?: { 'if-none-match'?: string | undefined },
+): Promise<FastifyReply> {
+  const text = body()
+  const etag = text !== undefined && requestHeaders ? `"${createHash('sha1').update(text).digest('hex')}"` : undefined
+  const notModified = etag !== undefined && requestHeaders?.['if-none-match'] === etag
+  // Counted on arrival, all of it: a reset while the answer is delayed must not split one call.
+  calls.total++
+  calls.byRoute[route]++
+  if (notModified) calls.notModified++
+  await sleep(Math.max(0, DELAY_MS - reply.elapsedTime))
+
+  if (text === undefined) return reply.code(404).send({ message: 'Not Found', documentation_url: 'https://docs.github.com/rest' })
+  if (etag === undefined) return reply.headers(searchHeaders).send(text)
+  reply.headers({ ...resourceHeaders, etag })
+  return notModified ? reply.code(304).send() : reply.send(text)
+}
+
+function freshCalls(): UpstreamCalls {
+  return { total: 0, notModified: 0, byRoute: { user: 0, repos: 0, followers: 0, search: 0 } }
+}

@@ -1,0 +1,537 @@
+/**
+ * pnpm bench: forge-aggregator against a fake upstream that answers every call after 50 ms,
+ * in one run, on this machine.
+ *
+ * The fake (fake-upstream.ts) serves the five upstream routes of a users answer with the
+ * official example bodies, made into one account per login (30 repositories, 20 followers),
+ * with ETags and 304s for resources and none for searches, and counts the calls it answers.
+ * The service runs as `pnpm start` runs it (default configuration, info logging to a pipe
+ * nobody reads) against that fake. Every server has its own process; the requests, timed
+ * with undici or loaded with autocannon, come from this one. It measures, in order:
+ *
+ *   1. The direct round trip: sequential GETs of one resource straight to the fake, the
+ *      median being the floor for anything that needs the upstream.
+ *   2. Cold users answers: distinct, never-seen users requested one at a time, so that nothing
+ *      is coalesced or cached. Five calls in parallel and little work of our own make the p50
+ *      close to one round trip (target: p50 <= 1.2 x the direct round trip).
+ *   3. A thundering herd: 200 concurrent requests for one cold user must cost the upstream
+ *      calls of one request (target: 5) and all get the same answer.
+ *   4. Cache hits: one user answered from the cache under autocannon, against a bare Fastify
+ *      route (bare-server.ts) sending the same JSON string (target: >= 0.5 of its req/s), and
+ *      the upstream calls that repeated traffic costs (target: 0). The two take turns for
+ *      several rounds, a fresh process each time, and each figure is the median of its
+ *      rounds, so that a noisy neighbour moves both alike instead of skewing one. Each
+ *      server's CPU time per request (from /proc) is shown beside its rate: the machine has
+ *      two cores, autocannon needs one, and the rate moves with whatever else runs.
+ *   5. Revalidation: the same load with FORGE_CACHE_TTL_SECONDS=1, where every expiry should
+ *      cost 5 calls, the three resources answered 304 thanks to If-None-Match.
+ *
+ * Figures are reported, not enforced: the exit code is 0 whatever they are, and 1 only when
+ * something is functionally wrong (an answer that is not 200, differing bodies, a server that
+ * does not start).
+ */
+import { spawn, type ChildProcess } from 'node:child_process'
+import { once } from 'node:events'
+import { readFileSync } from 'node:fs'
+import { performance } from 'node:perf_hooks'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { fileURLToPath } from 'node:url'
+import autocannon from 'autocannon'
+import { Agent, request } from 'undici'
+import { DELAY_MS, FOLLOWERS_PER_USER, ISSUES_PER_USER, PRS_PER_USER, REPOS_PER_USER, type UpstreamCalls } from './fake-account.ts'
+
+const SERVICE_ROOT = fileURLToPath(new URL('..', import.meta.url))
+const UPSTREAM_PORT = 18_281
+const SERVICE_PORT = 18_282
+const BARE_PORT = 18_283
+const UPSTREAM = `http://127.0.0.1:${UPSTREAM_PORT}`
+const SERVICE = `http://127.0.0.1:${SERVICE_PORT}`
+
+const DIRECT_WARMUP = 10
+const DIRECT_SAMPLES = 50
+const COLD_WARMUP_USERS = 10
+const COLD_USERS = 100
+const HERD = 200
+const CONNECTIONS = 50
+const ROUNDS = 5
+const WARMUP_SECONDS = 1
+const MEASURE_SECONDS = 3
+const SHORT_TTL_SECONDS = 1
+const SHORT_TTL_LOAD_SECONDS = 5
+/** The calls of one users answer for an account with at most 100 repositories. */
+const CALLS_PER_ANSWER = 5
+
+const TARGET = { coldRatio: 1.2, cacheHitRatio: 0.5, herdCalls: CALLS_PER_ANSWER }
+
+interface Answer {
+  status: number
+  headers: Record<string, string | string[] | undefined>
+  body: string
+  ms: number
+}
+
+interface LoadResult {
+  requestsPerSecond: number
+  p50: number
+  p99: number
+  p999: number
+  max: number
+  requests: number
+  failed: number
+  /** CPU the server process spent per answered request, all its threads; undefined without /proc. */
+  cpuMicrosPerRequest: number | undefined
+}
+
+interface Summary {
+  figure: string
+  value: string
+  target: string
+  result: string
+}
+
+type ServerKind = 'service' | 'bare'
+
+const dispatcher = new Agent({ keepAliveTimeout: 30_000 })
+const children = new Set<ChildProcess>()
+const problems: string[] = []
+const summary: Summary[] = []
+
+for (const [signal, number] of [
+  ['SIGINT', 2],
+  ['SIGTERM', 15],
+] as const) {
+  process.once(signal, () => {
+    for (const child of children) child.kill('SIGKILL')
+    process.exit(128 + number)
+  })
+}
+
+try {
+  console.log(
+    `forge-aggregator benchmark: fake upstream answering after ${DELAY_MS} ms, accounts of ${REPOS_PER_USER} repositories ` +
+      `(${CALLS_PER_ANSWER} upstream calls per users answer)\n`,
+  )
+  const upstream = await startProcess('fake upstream', ['bench/fake-upstream.ts', String(UPSTREAM_PORT)], {}, `${UPSTREAM}/__calls`)
+  try {
+    const direct = await directRoundTrip()
+    await coldAndHerd(direct)
+    await cacheHits()
+    await revalidation()
+  } finally {
+    await stop(upstream)
+  }
+
+  console.log('Summary (BELOW TARGET: the figure does not meet its target)')
+  console.table(Object.fromEntries(summary.map(({ figure, ...rest }) => [figure, rest])))
+} catch (error) {
+  problems.push(`benchmark aborted: ${error instanceof Error ? error.message : String(error)}`)
+} finally {
+  for (const child of children) child.kill('SIGKILL')
+  await dispatcher.close()
+}
+
+if (problems.length > 0) {
+  console.error(`\nFUNCTIONAL PROBLEMS (exit 1):\n${problems.map((line) => `  - ${line}`).join('\n')}`)
+  process.exitCode = 1
+}
+
+interface Direct {
+  /** Median round trip of GET /users/:login, the baseline of the cold ratio. */
+  profile: number
+  /** Median round trip of the repository page, the largest of the five bodies. */
+  reposPage: number
+}
+
+async function directRoundTrip(): Promise<Direct> {
+  const sample = async (path: string) => {
+    const url = `${UPSTREAM}${path}`
+    for (let index = 0; index < DIRECT_WARMUP; index++) await get(url)
+    const samples: number[] = []
+    for (let index = 0; index < DIRECT_SAMPLES; index++) {
+      const answer = await get(url)
+      expect(answer.status === 200, `direct GET ${path} answered ${answer.status}`)
+      samples.push(answer.ms)
+    }
+    return { path, bytes: (await get(url)).body.length, samples }
+  }
+  const profile = await sample('/users/direct-user')
+  const reposPage = await sample('/users/direct-user/repos?type=owner&per_page=100&page=1')
+
+  console.log(`1. Direct round trip to the fake upstream: ${DIRECT_SAMPLES} sequential GETs on keep-alive (after ${DIRECT_WARMUP} unmeasured)`)
+  console.table(
+    Object.fromEntries(
+      [profile, reposPage].map(({ path, bytes, samples }) => [
+        `GET ${path}`,
+        { bytes, 'median ms': round(percentile(samples, 50)), 'min ms': round(Math.min(...samples)), 'p99 ms': round(percentile(samples, 99)) },
+      ]),
+    ),
+  )
+  console.log('   the first median is the baseline: one upstream round trip, nothing of ours\n')
+  const direct = { profile: percentile(profile.samples, 50), reposPage: percentile(reposPage.samples, 50) }
+  summary.push({ figure: 'direct round trip (median)', value: ms(direct.profile), target: `≈ ${DELAY_MS} ms + overhead`, result: '' })
+  return direct
+}
+
+async function coldAndHerd(direct: Direct): Promise<void> {
+  const service = await startService({})
+  try {
+    for (let index = 0; index < COLD_WARMUP_USERS; index++) await get(usersUrl(`warmup-${index}`))
+    await resetUpstream()
+
+    const samples: number[] = []
+    for (let index = 0; index < COLD_USERS; index++) {
+      const login = `cold-${index}`
+      const answer = await get(usersUrl(login))
+      expect(answer.status === 200, `cold users answer for ${login} was ${answer.status}`)
+      expect(answer.headers['x-forge-partial'] === undefined, `cold users answer for ${login} was partial`)
+      if (index === 0) checkOverview(answer.body, login)
+      samples.push(answer.ms)
+    }
+    const calls = await upstreamCalls()
+    const p50 = percentile(samples, 50)
+    const ratio = p50 / direct.profile
+    console.log(`2. Cold users answers: ${COLD_USERS} distinct users, one at a time (after ${COLD_WARMUP_USERS} unmeasured)`)
+    console.table({
+      'direct: GET /users/:login': { 'p50 ms': round(direct.profile), 'p99 ms': '', 'upstream calls/request': 1 },
+      'direct: GET the repos page': { 'p50 ms': round(direct.reposPage), 'p99 ms': '', 'upstream calls/request': 1 },
+      'cold users': { 'p50 ms': round(p50), 'p99 ms': round(percentile(samples, 99)), 'upstream calls/request': calls.total / COLD_USERS },
+    })
+    console.log(`   cold p50 / direct round trip: ${ratio.toFixed(2)}  (target <= ${TARGET.coldRatio})${mark(ratio <= TARGET.coldRatio)}`)
+    console.log(
+      `   a cold answer takes ${ms(p50 - direct.profile)} more than one round trip, ` +
+        `${ms(p50 - direct.reposPage)} more than the slowest of its five calls alone\n`,
+    )
+    summary.push({
+      figure: 'cold users p50 / direct',
+      value: `${ratio.toFixed(2)} (${ms(p50)})`,
+      target: `<= ${TARGET.coldRatio}`,
+      result: verdict(ratio <= TARGET.coldRatio),
+    })
+    summary.push({
+      figure: 'upstream calls per cold answer',
+      value: String(calls.total / COLD_USERS),
+      target: String(CALLS_PER_ANSWER),
+      result: verdict(calls.total === COLD_USERS * CALLS_PER_ANSWER),
+    })
+
+    await herd()
+  } finally {
+    await stop(service)
+  }
+}
+
+async function herd(): Promise<void> {
+  await resetUpstream()
+  const started = performance.now()
+  const answers = await Promise.all(Array.from({ length: HERD }, () => get(usersUrl('herd-user'))))
+  const wall = performance.now() - started
+  const calls = await upstreamCalls()
+  const ok = answers.filter((answer) => answer.status === 200).length
+  const distinctBodies = new Set(answers.map((answer) => answer.body)).size
+  expect(ok === HERD, `${HERD - ok} of ${HERD} concurrent requests were not answered 200`)
+  expect(distinctBodies === 1, `${HERD} concurrent requests got ${distinctBodies} different bodies`)
+  console.log(`3. ${HERD} concurrent requests for one cold user`)
+  console.log(`   upstream calls: ${calls.total}  (target ${TARGET.herdCalls})${mark(calls.total === TARGET.herdCalls)}`)
+  console.log(`   answered 200: ${ok}/${HERD}, distinct bodies: ${distinctBodies}, all answered within ${ms(wall)}\n`)
+  summary.push({
+    figure: `upstream calls, ${HERD} concurrent cold`,
+    value: `${calls.total} (${ok}/${HERD} × 200, ${distinctBodies} body)`,
+    target: String(TARGET.herdCalls),
+    result: verdict(calls.total === TARGET.herdCalls),
+  })
+}
+
+async function cacheHits(): Promise<void> {
+  const login = 'hot-user'
+  const path = `/api/forge/users?user_name=${login}`
+  const rounds = new Map<ServerKind, LoadResult[]>([
+    ['service', []],
+    ['bare', []],
+  ])
+  let body: string | undefined
+  let served = 0
+  let calls = 0
+
+  for (let round = 0; round < ROUNDS; round++) {
+    const service = await startService({})
+    try {
+      const warm = await get(`${SERVICE}${path}`)
+      expect(warm.status === 200, `warming ${login} answered ${warm.status}`)
+      expect(body === undefined || warm.body === body, `the answer for ${login} changed between service processes`)
+      body ??= warm.body
+      await resetUpstream()
+      const warmup = await load(SERVICE, path, WARMUP_SECONDS)
+      const measured = await load(SERVICE, path, MEASURE_SECONDS, service)
+      calls += (await upstreamCalls()).total
+      served += warmup.requests + measured.requests
+      rounds.get('service')!.push(measured)
+    } finally {
+      await stop(service)
+    }
+
+    const bare = await startProcess('bare server', ['bench/bare-server.ts', String(BARE_PORT)], {}, `http://127.0.0.1:${BARE_PORT}${path}`, body)
+    try {
+      await load(`http://127.0.0.1:${BARE_PORT}`, path, WARMUP_SECONDS)
+      rounds.get('bare')!.push(await load(`http://127.0.0.1:${BARE_PORT}`, path, MEASURE_SECONDS, bare))
+    } finally {
+      await stop(bare)
+    }
+  }
+
+  const service = median(rounds.get('service')!)
+  const bare = median(rounds.get('bare')!)
+  const ratio = service.requestsPerSecond / bare.requestsPerSecond
+  const perRequest = calls / served
+  console.log(
+    `4. Cache hits: GET ${path} (${body?.length ?? 0} bytes), ${CONNECTIONS} connections, ` +
+      `${ROUNDS} rounds of ${MEASURE_SECONDS} s per server (after ${WARMUP_SECONDS} s of warm-up), medians`,
+  )
+  console.table({
+    'bare Fastify route': loadRow(bare),
+    service: loadRow(service),
+  })
+  console.log(`   service / bare route: ${ratio.toFixed(2)}  (target >= ${TARGET.cacheHitRatio})${mark(ratio >= TARGET.cacheHitRatio)}`)
+  if (service.cpuMicrosPerRequest !== undefined && bare.cpuMicrosPerRequest !== undefined) {
+    console.log(
+      `   CPU per request, bare / service: ${(bare.cpuMicrosPerRequest / service.cpuMicrosPerRequest).toFixed(2)} ` +
+        '(the same comparison by cost rather than rate: less swayed by what else runs on the machine)',
+    )
+  }
+  console.log(`   upstream calls per request over repeated traffic: ${calls} / ${served} = ${perRequest.toFixed(6)}  (target 0)${mark(calls === 0)}\n`)
+  summary.push({
+    figure: 'cache-hit req/s, service / bare',
+    value: `${ratio.toFixed(2)} (${Math.round(service.requestsPerSecond)} / ${Math.round(bare.requestsPerSecond)})`,
+    target: `>= ${TARGET.cacheHitRatio}`,
+    result: verdict(ratio >= TARGET.cacheHitRatio),
+  })
+  summary.push({ figure: 'upstream calls per cache hit', value: `${calls} / ${served}`, target: '0', result: verdict(calls === 0) })
+}
+
+async function revalidation(): Promise<void> {
+  const login = 'revalidated-user'
+  const path = `/api/forge/users?user_name=${login}`
+  const service = await startService({ FORGE_CACHE_TTL_SECONDS: String(SHORT_TTL_SECONDS) })
+  try {
+    const first = await get(`${SERVICE}${path}`)
+    expect(first.status === 200, `warming ${login} answered ${first.status}`)
+    await load(SERVICE, path, WARMUP_SECONDS)
+    // A revalidation the warm-up started may still be under way: let it land before counting.
+    await sleep(3 * DELAY_MS)
+    await resetUpstream()
+    const result = await load(SERVICE, path, SHORT_TTL_LOAD_SECONDS, service)
+    const calls = await upstreamCalls()
+    const last = await get(`${SERVICE}${path}`)
+    expect(last.status === 200 && last.body === first.body, `the answer for ${login} changed after revalidation`)
+
+    const expiries = calls.total / CALLS_PER_ANSWER
+    const resourceCalls = calls.byRoute.user + calls.byRoute.repos + calls.byRoute.followers
+    console.log(
+      `5. Revalidation: FORGE_CACHE_TTL_SECONDS=${SHORT_TTL_SECONDS}, ${CONNECTIONS} connections for ${SHORT_TTL_LOAD_SECONDS} s on one user ` +
+        `(after ${WARMUP_SECONDS} s of warm-up)`,
+    )
+    console.table({
+      service: {
+        'req/s': Math.round(result.requestsPerSecond),
+        'p50 ms': result.p50,
+        'p99 ms': result.p99,
+        'p99.9 ms': result.p999,
+        'max ms': result.max,
+        requests: result.requests,
+        'upstream calls': calls.total,
+        '304s': calls.notModified,
+        'calls/request': Number((calls.total / result.requests).toFixed(6)),
+      },
+    })
+    console.log(
+      `   ${calls.total} calls ≈ ${expiries.toFixed(1)} expiries × ${CALLS_PER_ANSWER} (about one per ${SHORT_TTL_SECONDS} s expected); ` +
+        `${calls.notModified} of the ${resourceCalls} resource calls answered 304, the ${calls.byRoute.search} searches in full (no ETag)`,
+    )
+    console.log(
+      `   requests that arrive while an expired answer is revalidated wait for it (p99.9 ${result.p999} ms, max ${result.max} ms): ` +
+        `up to ${CONNECTIONS} requests per expiry, at most ${((100 * CONNECTIONS * expiries) / result.requests).toFixed(2)}% of all here\n`,
+    )
+    summary.push({
+      figure: `revalidation, TTL ${SHORT_TTL_SECONDS} s, ${SHORT_TTL_LOAD_SECONDS} s`,
+      value: `${calls.total} calls, ${calls.notModified}/${resourceCalls} resources 304`,
+      target: 'all resources 304',
+      result: verdict(calls.notModified === resourceCalls),
+    })
+  } finally {
+    await stop(service)
+  }
+}
+
+/** The first cold answer, checked against what the fake holds: a wrong answer fast is no result. */
+function checkOverview(body: string, login: string): void {
+  const overview = JSON.parse(body) as {
+    user: { login: string }
+    stats: { totalRepos: number; totalIssues: number; totalPRs: number }
+    followers: unknown[]
+    topRepos: unknown[]
+  }
+  expect(
+    overview.user.login === login &&
+      overview.stats.totalRepos === REPOS_PER_USER &&
+      overview.stats.totalIssues === ISSUES_PER_USER &&
+      overview.stats.totalPRs === PRS_PER_USER &&
+      overview.followers.length === FOLLOWERS_PER_USER &&
+      overview.topRepos.length === 10,
+    `the users answer for ${login} does not match the fake account: ${body.slice(0, 300)}`,
+  )
+}
+
+function startService(env: Record<string, string>): Promise<ChildProcess> {
+  return startProcess(
+    'service',
+    ['--conditions=@repo/source', 'src/server.ts'],
+    { HOST: '127.0.0.1', PORT: String(SERVICE_PORT), FORGE_API_URL: UPSTREAM, ...env },
+    `${SERVICE}/ready`,
+  )
+}
+
+/** Starts `node args` with only PATH and `env`, and waits until `readyUrl` answers 200. */
+async function startProcess(
+  label: string,
+  args: string[],
+  env: Record<string, string>,
+  readyUrl: string,
+  message?: string,
+): Promise<ChildProcess> {
+  // Whatever already answers there (a server left over from an interrupted run) would be measured instead.
+  if (await get(readyUrl).then(() => true, () => false)) throw new Error(`${label}: ${new URL(readyUrl).host} is already in use`)
+  // Logs go where a container's would: a pipe nobody reads in real time. /dev/null is the cheapest such pipe.
+  const child = spawn(process.execPath, args, {
+    cwd: SERVICE_ROOT,
+    env: { PATH: process.env.PATH ?? '', ...env },
+    stdio: ['ignore', 'ignore', 'inherit', ...(message === undefined ? [] : ['ipc' as const])],
+  })
+  children.add(child)
+  if (message !== undefined) child.send(message)
+  for (let attempt = 0; attempt < 200; attempt++) {
+    const answer = await get(readyUrl).catch(() => undefined)
+    if (answer?.status === 200) return child
+    if (child.exitCode !== null) break
+    await sleep(50)
+  }
+  await stop(child)
+  throw new Error(`${label} did not start`)
+}
+
+async function stop(child: ChildProcess): Promise<void> {
+  if (child.exitCode === null && child.signalCode === null) {
+    const exited = once(child, 'exit')
+    child.kill('SIGTERM')
+    await exited
+  }
+  children.delete(child)
+}
+
+async function get(url: string): Promise<Answer> {
+  const started = performance.now()
+  const response = await request(url, { dispatcher })
+  const body = await response.body.text()
+  return { status: response.statusCode, headers: response.headers, body, ms: performance.now() - started }
+}
+
+function usersUrl(login: string): string {
+  return `${SERVICE}/api/forge/users?user_name=${login}`
+}
+
+async function upstreamCalls(): Promise<UpstreamCalls> {
+  return JSON.parse((await get(`${UPSTREAM}/__calls`)).body) as UpstreamCalls
+}
+
+async function resetUpstream(): Promise<void> {
+  const response = await request(`${UPSTREAM}/__reset`, { method: 'POST', dispatcher })
+  await response.body.dump()
+}
+
+/** Loads `url + path` for `seconds`; with `server`, also what the load cost that process in CPU. */
+async function load(url: string, path: string, seconds: number, server?: ChildProcess): Promise<LoadResult> {
+  const cpuBefore = cpuMicros(server)
+  const result = await autocannon({ url, connections: CONNECTIONS, duration: seconds, requests: [{ method: 'GET', path }] })
+  const cpuAfter = cpuMicros(server)
+  const failed = result.non2xx + result.errors
+  expect(failed === 0, `${failed} of ${result.requests.total} requests to ${url}${path} failed or were not 2xx`)
+  return {
+    requestsPerSecond: result.requests.average,
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    p999: result.latency.p99_9,
+    max: result.latency.max,
+    requests: result.requests.total,
+    failed,
+    cpuMicrosPerRequest:
+      cpuBefore === undefined || cpuAfter === undefined || result.requests.total === 0
+        ? undefined
+        : (cpuAfter - cpuBefore) / result.requests.total,
+  }
+}
+
+/**
+ * CPU time (user + system, every thread) `child` has used, in µs, from /proc: on a shared
+ * two-core machine the rate a server reaches moves with its neighbours, its cost per request
+ * much less. Undefined where there is no /proc.
+ */
+function cpuMicros(child: ChildProcess | undefined): number | undefined {
+  if (child?.pid === undefined) return undefined
+  try {
+    // Fields 14 and 15 (utime, stime) in clock ticks of 10 ms (USER_HZ is 100 on Linux);
+    // the command name, field 2, is in parentheses and may hold spaces.
+    const fields = readFileSync(`/proc/${child.pid}/stat`, 'utf8').split(') ')[1]!.split(' ')
+    return (Number(fields[11]) + Number(fields[12])) * 10_000
+  } catch {
+    return undefined
+  }
+}
+
+function median(results: LoadResult[]): LoadResult {
+  const middle = (values: number[]) => values.sort((a, b) => a - b)[Math.floor(values.length / 2)]!
+  const cpu = results.map((r) => r.cpuMicrosPerRequest)
+  return {
+    requestsPerSecond: middle(results.map((r) => r.requestsPerSecond)),
+    p50: middle(results.map((r) => r.p50)),
+    p99: middle(results.map((r) => r.p99)),
+    p999: middle(results.map((r) => r.p999)),
+    max: middle(results.map((r) => r.max)),
+    requests: middle(results.map((r) => r.requests)),
+    failed: results.reduce((sum, r) => sum + r.failed, 0),
+    cpuMicrosPerRequest: cpu.every((value): value is number => value !== undefined) ? middle(cpu) : undefined,
+  }
+}
+
+function loadRow(result: LoadResult) {
+  return {
+    'req/s': Math.round(result.requestsPerSecond),
+    'p50 ms': result.p50,
+    'p99 ms': result.p99,
+    'CPU µs/request': result.cpuMicrosPerRequest === undefined ? 'n/a' : Math.round(result.cpuMicrosPerRequest),
+    'non-2xx/errors': result.failed,
+  }
+}
+
+/** Nearest-rank percentile. */
+function percentile(values: number[], p: number): number {
+  const sorted = [...values].sort((a, b) => a - b)
+  return sorted[Math.max(0, Math.ceil((p / 100) * sorted.length) - 1)]!
+}
+
+function expect(condition: boolean, problem: string): void {
+  if (!condition) problems.push(problem)
+}
+
+function mark(met: boolean): string {
+  return met ? '  PASS' : '  BELOW TARGET'
+}
+
+function verdict(met: boolean): string {
+  return met ? 'PASS' : 'BELOW TARGET'
+}
+
+function round(value: number): number {
+  return Math.round(value * 10) / 10
+}
+
+function ms(value: number): string {
+  return `${value.toFixed(1)} ms`
+}
