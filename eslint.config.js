@@ -19,7 +19,7 @@ export default tseslint.config(
   },
   {
     // tap runs top-level `t.test()` calls itself; awaiting them changes nothing.
-    files: ['**/test/**/*.ts'],
+    files: ['**/test/**/*.ts', 'packages/test-support/src/**/*.ts'],
     rules: {
       '@typescript-eslint/no-floating-promises': [
         'error',

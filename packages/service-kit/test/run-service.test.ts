@@ -1,26 +1,17 @@
 import t from 'tap'
-import { spawn } from 'node:child_process'
-import { once } from 'node:events'
+import { fileURLToPath } from 'node:url'
 import { request, Agent } from 'undici'
+import { LISTENING, runServiceSource } from '@repo/test-support'
 
-const FIXTURE = new URL('./fixtures/slow-service.ts', import.meta.url).pathname
+const PACKAGE_ROOT = fileURLToPath(new URL('..', import.meta.url))
 
 function startFixture(env: Record<string, string>) {
-  const child = spawn(process.execPath, ['--conditions=@repo/source', FIXTURE], {
-    env: { PATH: process.env.PATH ?? '', HOST: '127.0.0.1', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  })
-  let output = ''
-  child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()))
-  child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()))
-  const exited = once(child, 'exit').then(([code]) => code as number | null)
-  const listening = new Promise<number>((resolve) => {
-    child.stdout.on('data', () => {
-      const match = /Server listening at http:\/\/127\.0\.0\.1:(\d+)/.exec(output)
-      if (match) resolve(Number(match[1]))
-    })
-  })
-  return { child, exited, listening, output: () => output }
+  return runServiceSource(PACKAGE_ROOT, { HOST: '127.0.0.1', ...env }, 'test/fixtures/slow-service.ts')
+}
+
+async function portOf(service: ReturnType<typeof startFixture>): Promise<number> {
+  const [, port] = await service.waitFor(LISTENING)
+  return Number(port)
 }
 
 t.test('an invalid variable exits 1 with one line naming it, and never its value', async (t) => {
@@ -33,7 +24,7 @@ t.test('an invalid variable exits 1 with one line naming it, and never its value
 t.test('SIGTERM lets the in-flight request finish, closes the dependencies after the app, and exits 0', async (t) => {
   const service = startFixture({})
   t.teardown(() => service.child.kill('SIGKILL'))
-  const port = await service.listening
+  const port = await portOf(service)
   const agent = new Agent({ keepAliveTimeout: 60_000 })
   t.teardown(() => agent.close())
 
@@ -54,7 +45,7 @@ t.test('an uncaught error is logged without a stack, closes the same way, and ex
     NODE_OPTIONS: '--import=data:text/javascript,process.on(%22SIGUSR2%22,()=>{throw%20new%20Error(%22boom%22)})',
   })
   t.teardown(() => service.child.kill('SIGKILL'))
-  await service.listening
+  await portOf(service)
   service.child.kill('SIGUSR2')
   t.equal(await service.exited, 1)
   t.match(service.output(), /"error":\{"type":"Error","message":"boom"\},"msg":"shutting down after an uncaught error"/)

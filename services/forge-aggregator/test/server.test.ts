@@ -1,14 +1,12 @@
 import t from 'tap'
-import { spawn, type ChildProcess } from 'node:child_process'
-import { once } from 'node:events'
-import { connect } from 'node:net'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { fileURLToPath } from 'node:url'
+import { LISTENING, eventually, isListening, runServiceSource } from '@repo/test-support'
 import { startLocalUpstream } from './helpers/local-upstream.ts'
 import { answerRepository, REPOSITORY_COUNTS as COUNTS } from './helpers/repository-upstream.ts'
 
 const SERVICE_ROOT = fileURLToPath(new URL('..', import.meta.url))
-const LISTENING = /Server listening at http:\/\/127\.0\.0\.1:(\d+)/
+const runServer = (env: Record<string, string>) => runServiceSource(SERVICE_ROOT, env)
 const TOKEN = 'some-secret'
 
 t.test('an invalid variable stops the process with exit code 1, one line per bad variable, and never prints the token', async (t) => {
@@ -75,69 +73,7 @@ t.test('SIGTERM: in-flight requests finish with their normal answers, new connec
   t.ok(Date.now() - sentAt < 10_000, 'exited within 10 s')
 })
 
-interface ServerProcess {
-  child: ChildProcess
-  output(): string
-  waitFor(pattern: RegExp, timeoutMs?: number): Promise<RegExpMatchArray>
-  exited: Promise<number | null>
-}
-
-/** Runs `src/server.ts` as `pnpm start` does, with exactly `env` (plus PATH). */
-function runServer(env: Record<string, string>): ServerProcess {
-  const child = spawn(process.execPath, ['--conditions=@repo/source', 'src/server.ts'], {
-    cwd: SERVICE_ROOT,
-    env: { PATH: process.env.PATH ?? '', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  })
-  let output = ''
-  const listeners = new Set<() => void>()
-  const append = (chunk: Buffer) => {
-    output += chunk.toString()
-    for (const listener of listeners) listener()
-  }
-  child.stdout?.on('data', append)
-  child.stderr?.on('data', append)
-  const exited = once(child, 'exit').then(([code]) => code as number | null)
-
-  return {
-    child,
-    output: () => output,
-    exited,
-    waitFor(pattern, timeoutMs = 10_000) {
-      return new Promise((resolve, reject) => {
-        const check = () => {
-          const match = output.match(pattern)
-          if (!match) return
-          cleanup()
-          resolve(match)
-        }
-        const timer = setTimeout(() => {
-          cleanup()
-          reject(new Error(`no ${String(pattern)} in output:\n${output}`))
-        }, timeoutMs)
-        const cleanup = () => {
-          clearTimeout(timer)
-          listeners.delete(check)
-        }
-        listeners.add(check)
-        check()
-      })
-    },
-  }
-}
-
-async function connectionRefused(port: number): Promise<boolean> {
-  for (let attempt = 0; attempt < 40; attempt++) {
-    const refused = await new Promise<boolean>((resolve) => {
-      const socket = connect(port, '127.0.0.1')
-      socket.once('connect', () => {
-        socket.destroy()
-        resolve(false)
-      })
-      socket.once('error', () => resolve(true))
-    })
-    if (refused) return true
-    await sleep(25)
-  }
-  return false
+/** Whether new connections are refused, once the listener has had a moment to close. */
+function connectionRefused(port: number): Promise<boolean> {
+  return eventually(async () => !(await isListening(port)), 40, 25)
 }

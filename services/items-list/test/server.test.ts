@@ -2,20 +2,13 @@ import t from 'tap'
 import { connect, type Socket } from 'node:net'
 import { once } from 'node:events'
 import { setTimeout as sleep } from 'node:timers/promises'
+import { fileURLToPath } from 'node:url'
+import { LISTENING, eventually, isListening, runServiceSource, waitForStatus } from '@repo/test-support'
 import { connectInspector, type Inspector } from './helpers/build.ts'
 import { createPrivateRedis, startPrivateRedis } from './helpers/redis-server.ts'
-import { runServer } from './helpers/service-process.ts'
 
-const LISTENING = /Server listening at http:\/\/127\.0\.0\.1:(\d+)/
-
-async function waitForStatus(url: string, status: number) {
-  for (let attempt = 0; attempt < 100; attempt++) {
-    const res = await fetch(url).catch(() => undefined)
-    if (res?.status === status) return
-    await sleep(50)
-  }
-  throw new Error(`${url} never answered ${status}`)
-}
+const SERVICE_ROOT = fileURLToPath(new URL('..', import.meta.url))
+const runServer = (env: Record<string, string>) => runServiceSource(SERVICE_ROOT, env)
 
 t.test('an invalid variable stops the process with exit code 1 and one line per bad variable', async (t) => {
   const server = runServer({ PORT: 'eighty', REDIS_DB: '-1', REDIS_PASSWORD: 'hunter2' })
@@ -102,18 +95,7 @@ async function readResponse(socket: Socket): Promise<string> {
   return text
 }
 
-async function connectionRefused(port: number): Promise<boolean> {
-  for (let attempt = 0; attempt < 40; attempt++) {
-    const refused = await new Promise<boolean>((resolve) => {
-      const socket = connect(port, '127.0.0.1')
-      socket.once('connect', () => {
-        socket.destroy()
-        resolve(false)
-      })
-      socket.once('error', () => resolve(true))
-    })
-    if (refused) return true
-    await sleep(25)
-  }
-  return false
+/** Whether new connections are refused, once the listener has had a moment to close. */
+function connectionRefused(port: number): Promise<boolean> {
+  return eventually(async () => !(await isListening(port)), 40, 25)
 }

@@ -1,10 +1,10 @@
 import { spawn, type ChildProcess } from 'node:child_process'
 import { once } from 'node:events'
 import { mkdtemp, rm } from 'node:fs/promises'
-import { createServer, connect } from 'node:net'
+import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { setTimeout as sleep } from 'node:timers/promises'
+import { eventually, isListening } from '@repo/test-support'
 
 /**
  * A private redis-server on a free port, owned by one test file, that a test may stop, restart
@@ -74,17 +74,5 @@ async function findFreePort(): Promise<number> {
 }
 
 async function waitUntilListening(port: number): Promise<void> {
-  for (let attempt = 0; attempt < 100; attempt++) {
-    const reachable = await new Promise<boolean>((resolve) => {
-      const socket = connect(port, '127.0.0.1')
-      socket.once('connect', () => {
-        socket.destroy()
-        resolve(true)
-      })
-      socket.once('error', () => resolve(false))
-    })
-    if (reachable) return
-    await sleep(50)
-  }
-  throw new Error(`redis-server did not listen on port ${port}`)
+  if (!(await eventually(() => isListening(port)))) throw new Error(`redis-server did not listen on port ${port}`)
 }

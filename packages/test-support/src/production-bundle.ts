@@ -1,10 +1,10 @@
-import { spawn, type ChildProcess } from 'node:child_process'
-import { once } from 'node:events'
 import { existsSync } from 'node:fs'
 import { cp, mkdtemp, readdir, readFile, realpath, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
-import { delimiter, dirname, join, relative, sep } from 'node:path'
+import { join, relative, sep } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import type { Test } from 'tap'
+import { LISTENING, nodePath, runProcess } from './process.ts'
 
 /**
  * What a service's production-bundle test needs to check its image without Docker: the build
@@ -13,22 +13,22 @@ import { fileURLToPath } from 'node:url'
  * `HEALTHCHECK` read from the Dockerfile, so that what the test starts is what the image starts.
  */
 
-export const REPO_ROOT = fileURLToPath(new URL('..', import.meta.url))
+const REPO_ROOT = fileURLToPath(new URL('../../..', import.meta.url))
 
 /** Install, build and deploy take about 20 s; a test file using this allows 180 s in all. */
-export const BUILD_DEADLINE_MS = 150_000
+const BUILD_DEADLINE_MS = 150_000
 
-export interface Instruction {
+interface Instruction {
   keyword: string
   args: string
 }
 
-export interface Stage {
+interface Stage {
   from: string
   instructions: Instruction[]
 }
 
-export interface ProductionBundle {
+interface ProductionBundle {
   /** The bundle: what the final stage copies to its WORKDIR. */
   dir: string
   /** The build stage's command, as the Dockerfile writes it. */
@@ -41,18 +41,96 @@ export interface ProductionBundle {
   dispose(): Promise<void>
 }
 
-export interface RunningProcess {
-  child: ChildProcess
-  /** Everything the process wrote to stdout and stderr so far. */
-  output(): string
-  /** Resolves with the first match of `pattern` in the output, waiting for it to appear. */
-  waitFor(pattern: RegExp, timeoutMs?: number): Promise<RegExpMatchArray>
-  /** Resolves with the exit code once the process has exited. */
-  exited: Promise<number | null>
+/** What a service's production-bundle test says of its own service. */
+export interface BundleCheck {
+  service: string
+  /** The port the service listens on by default: the one its image must EXPOSE. */
+  defaultPort: number
+  /** Starts what the real endpoint needs (closed at the end of `t`) and returns the service's environment for it. */
+  dependencies(t: Test): Promise<Record<string, string>>
+  /** The real endpoint, for the test's title: "the list from Redis". */
+  endpoint: string
+  /** Calls that endpoint on the running bundle (at `base`) and checks its answer. */
+  checkEndpoint(t: Test, base: string): Promise<void>
+}
+
+/**
+ * The production-bundle test of one service: builds the bundle exactly as its image does, then
+ * checks the final stage (official Node 24 slim image, exec-form `node dist/server.js`, non-root,
+ * production), the bundle's contents (no sources, no dev dependency, locked versions, workspace
+ * packages as their built dist/), and runs it on plain Node 24: /health, the real endpoint, the
+ * HEALTHCHECK, and SIGTERM.
+ */
+export async function testProductionBundle(t: Test, check: BundleCheck): Promise<void> {
+  const { service } = check
+  // A copy of the repository is installed, built and deployed first: tens of seconds.
+  t.setTimeout(180_000)
+  const bundle = await buildProductionBundle(service)
+  t.teardown(() => bundle.dispose())
+  const { image } = bundle
+  const [command = '', ...args] = execForm(argsOf(image, 'CMD')[0] ?? 'null')
+
+  t.test('the image runs `node dist/server.js` in exec form as the non-root node user, in production', async (t) => {
+    t.match(image.from, /^node:24(\.\d+){0,2}-slim$/, 'on the official Node 24 slim image')
+    t.same(argsOf(image, 'COPY'), [`--from=build ${bundle.command.at(-1)} ./`], 'it holds the bundle and nothing else')
+    t.same(argsOf(image, 'USER'), ['node'])
+    t.same(envOf(image), { NODE_ENV: 'production' })
+    t.same(argsOf(image, 'EXPOSE'), [String(check.defaultPort)], 'the port it listens on by default')
+    t.same([command, ...args], ['node', 'dist/server.js'])
+    const manifest = JSON.parse(await readFile(join(REPO_ROOT, 'services', service, 'package.json'), 'utf8')) as {
+      scripts: Record<string, string>
+    }
+    t.equal(manifest.scripts['start:prod'], 'node dist/server.js', 'as `pnpm start:prod` does')
+  })
+
+  t.test('the bundle is built by scripts/bundle-service.sh and holds the compiled service and its production dependencies only', async (t) => {
+    t.same(bundle.command.slice(0, -1), ['bash', 'scripts/bundle-service.sh', service])
+    t.ok(existsSync(join(bundle.dir, 'dist', 'server.js')))
+    t.notOk(existsSync(join(bundle.dir, 'src')), 'no TypeScript sources')
+    t.notOk(existsSync(join(bundle.dir, 'node_modules', 'tap')), 'no tap')
+    t.notOk(existsSync(join(bundle.dir, 'node_modules', 'typescript')), 'no typescript')
+    t.same(await devDependenciesIn(bundle.dir, service), [], 'no devDependency of the service or the repository')
+    t.same(await unlockedIn(bundle.dir), [], 'every package at the version pnpm-lock.yaml holds')
+  })
+
+  t.test('workspace packages are copied into the bundle and resolve to their built dist/ without the source condition', async (t) => {
+    const inside = (await realpath(bundle.dir)) + sep
+    const resolved = await workspaceResolutions(bundle.dir, service)
+    t.ok(resolved.length > 0, 'the service uses workspace packages')
+    for (const { name, path } of resolved) {
+      t.ok(path.startsWith(inside), `${name} is a copy inside the bundle, not a link to the workspace`)
+      t.match(path, /[\\/]dist[\\/]index\.js$/, `${name} resolves to dist/index.js`)
+    }
+  })
+
+  t.test(`on plain Node 24 the bundle serves /health and ${check.endpoint}, passes its HEALTHCHECK and stops on SIGTERM with exit 0`, async (t) => {
+    const env = await check.dependencies(t)
+    const server = runProcess(command, args, {
+      cwd: bundle.dir,
+      env: { PATH: nodePath(), ...envOf(image), HOST: '127.0.0.1', PORT: '0', ...env },
+    })
+    t.teardown(() => server.child.kill('SIGKILL'))
+
+    const [, port = ''] = await server.waitFor(LISTENING)
+    const base = `http://127.0.0.1:${port}`
+    const health = await fetch(`${base}/health`)
+    t.equal(health.status, 200)
+    t.same(await health.json(), { status: 'ok' })
+    await check.checkEndpoint(t, base)
+
+    const [healthCommand = '', ...healthArgs] = healthcheckOf(image)
+    const healthcheck = () =>
+      runProcess(healthCommand, healthArgs, { cwd: bundle.dir, env: { PATH: nodePath(), ...envOf(image), PORT: port } }).exited
+    t.equal(await healthcheck(), 0, 'the HEALTHCHECK passes while the service runs')
+
+    server.child.kill('SIGTERM')
+    t.equal(await server.exited, 0)
+    t.equal(await healthcheck(), 1, 'and fails once it has stopped')
+  })
 }
 
 /** The service's Dockerfile, stage by stage. */
-export async function readDockerfile(service: string): Promise<Stage[]> {
+async function readDockerfile(service: string): Promise<Stage[]> {
   const text = await readFile(join(REPO_ROOT, 'services', service, 'Dockerfile'), 'utf8')
   const stages: Stage[] = []
   // Docker drops comment lines, also inside a continued instruction, before joining continuations.
@@ -74,12 +152,12 @@ export async function readDockerfile(service: string): Promise<Stage[]> {
 }
 
 /** The arguments of every `keyword` instruction of `stage`. */
-export function argsOf(stage: Stage, keyword: string): string[] {
+function argsOf(stage: Stage, keyword: string): string[] {
   return stage.instructions.filter((instruction) => instruction.keyword === keyword).map((instruction) => instruction.args)
 }
 
 /** An exec-form (JSON array) command; a shell-form one would not get signals as PID 1. */
-export function execForm(args: string): string[] {
+function execForm(args: string): string[] {
   const parsed: unknown = JSON.parse(args)
   if (!Array.isArray(parsed) || !parsed.every((word) => typeof word === 'string')) {
     throw new Error(`not an exec-form command: ${args}`)
@@ -88,7 +166,7 @@ export function execForm(args: string): string[] {
 }
 
 /** The variables `ENV` sets in `stage` (`KEY=value` pairs, unquoted). */
-export function envOf(stage: Stage): Record<string, string> {
+function envOf(stage: Stage): Record<string, string> {
   const env: Record<string, string> = {}
   for (const args of argsOf(stage, 'ENV')) {
     for (const pair of args.split(/\s+/)) {
@@ -101,7 +179,7 @@ export function envOf(stage: Stage): Record<string, string> {
 }
 
 /** The HEALTHCHECK's command, in exec form. */
-export function healthcheckOf(stage: Stage): string[] {
+function healthcheckOf(stage: Stage): string[] {
   const [healthcheck] = argsOf(stage, 'HEALTHCHECK')
   const command = healthcheck && /\bCMD\s+(\[.*\])$/.exec(healthcheck)
   if (!command) throw new Error(`no exec-form HEALTHCHECK CMD: ${healthcheck}`)
@@ -115,7 +193,7 @@ export function healthcheckOf(stage: Stage): string[] {
  * caller's but what pnpm needs to find its store and the registry, and returns the bundle. The
  * copy holds no node_modules or dist, so nothing installed or built in the working tree can leak in.
  */
-export async function buildProductionBundle(service: string): Promise<ProductionBundle> {
+async function buildProductionBundle(service: string): Promise<ProductionBundle> {
   const stages = await readDockerfile(service)
   const build = stages[0]
   const image = stages.at(-1)
@@ -157,7 +235,7 @@ export async function buildProductionBundle(service: string): Promise<Production
 }
 
 /** The repository without what `.dockerignore` excludes (a pattern also excludes what a matched directory holds). */
-export async function copyBuildContext(destination: string): Promise<void> {
+async function copyBuildContext(destination: string): Promise<void> {
   const ignored = await readDockerignore()
   await cp(REPO_ROOT, destination, {
     recursive: true,
@@ -208,67 +286,8 @@ function buildEnvironment(): Record<string, string> {
   return env
 }
 
-/** PATH with this test's Node 24 first and no node_modules/.bin directory. */
-export function nodePath(): string {
-  const rest = (process.env.PATH ?? '').split(delimiter).filter((entry) => !/[\\/]node_modules[\\/]\.bin$/.test(entry))
-  return [dirname(process.execPath), ...rest].join(delimiter)
-}
-
-/**
- * Runs `command` with exactly `env` (through `env -i`: a test runner's hooks, such as tap's
- * NODE_OPTIONS, cannot reach it), as a container would run it. `node` means this test's Node 24.
- */
-export function runProcess(
-  command: string,
-  args: string[],
-  options: { cwd: string; env: Record<string, string>; /** Its own process group, to stop it with all it started. */ detached?: boolean },
-): RunningProcess {
-  const executable = command === 'node' ? process.execPath : command
-  const assignments = Object.entries(options.env).map(([key, value]) => `${key}=${value}`)
-  const child = spawn('env', ['-i', ...assignments, executable, ...args], {
-    cwd: options.cwd,
-    stdio: ['ignore', 'pipe', 'pipe'],
-    detached: options.detached ?? false,
-  })
-  let output = ''
-  const listeners = new Set<() => void>()
-  const append = (chunk: Buffer) => {
-    output += chunk.toString()
-    for (const listener of listeners) listener()
-  }
-  child.stdout?.on('data', append)
-  child.stderr?.on('data', append)
-  const exited = once(child, 'exit').then(([code]) => code as number | null)
-
-  return {
-    child,
-    output: () => output,
-    exited,
-    waitFor(pattern, timeoutMs = 10_000) {
-      return new Promise((resolve, reject) => {
-        const check = () => {
-          const match = output.match(pattern)
-          if (!match) return
-          cleanup()
-          resolve(match)
-        }
-        const timer = setTimeout(() => {
-          cleanup()
-          reject(new Error(`no ${String(pattern)} in output:\n${output}`))
-        }, timeoutMs)
-        const cleanup = () => {
-          clearTimeout(timer)
-          listeners.delete(check)
-        }
-        listeners.add(check)
-        check()
-      })
-    },
-  }
-}
-
 /** Where `specifier` resolves from `dir` on plain Node (no `--conditions`), as a real path. */
-export async function resolveFrom(dir: string, specifier: string): Promise<string> {
+async function resolveFrom(dir: string, specifier: string): Promise<string> {
   const run = runProcess(
     'node',
     ['--input-type=module', '--eval', `process.stdout.write(import.meta.resolve(${JSON.stringify(specifier)}))`],
@@ -282,7 +301,7 @@ export async function resolveFrom(dir: string, specifier: string): Promise<strin
  * The service's and the repository root's devDependencies (those that are not also production
  * dependencies of the service) that the bundle holds, at its top level or in pnpm's virtual store.
  */
-export async function devDependenciesIn(dir: string, service: string): Promise<string[]> {
+async function devDependenciesIn(dir: string, service: string): Promise<string[]> {
   const manifest = join(REPO_ROOT, 'services', service, 'package.json')
   const production = new Set(await dependencyNames(manifest, 'dependencies'))
   const dev = [
@@ -295,7 +314,7 @@ export async function devDependenciesIn(dir: string, service: string): Promise<s
 }
 
 /** The bundle's registry packages (`name@version`) at a version the repository's lockfile does not hold. */
-export async function unlockedIn(dir: string): Promise<string[]> {
+async function unlockedIn(dir: string): Promise<string[]> {
   const locked = await lockedPackages()
   return (await installedPackages(dir))
     .filter(({ version }) => !version.startsWith('file+'))
@@ -304,7 +323,7 @@ export async function unlockedIn(dir: string): Promise<string[]> {
 }
 
 /** Where each workspace package the service depends on resolves from the bundle, on plain Node. */
-export async function workspaceResolutions(dir: string, service: string): Promise<Array<{ name: string; path: string }>> {
+async function workspaceResolutions(dir: string, service: string): Promise<Array<{ name: string; path: string }>> {
   const names = await dependencyNames(join(REPO_ROOT, 'services', service, 'package.json'), 'dependencies')
   const workspace = names.filter((name) => name.startsWith('@repo/'))
   return Promise.all(workspace.map(async (name) => ({ name, path: await resolveFrom(dir, name) })))

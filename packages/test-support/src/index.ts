@@ -1,0 +1,2 @@
+export { LISTENING, eventually, isListening, nodePath, runProcess, runServiceSource, waitForStatus, type RunningProcess } from './process.ts'
+export { testProductionBundle, type BundleCheck } from './production-bundle.ts'
