@@ -1,2 +1,2 @@
 export { AccessLog } from './access-log.ts'
-export { runService, SHUTDOWN_DEADLINE_MS, type ServiceDefinition } from './run-service.ts'
+export { runService, type ServiceDefinition } from './run-service.ts'

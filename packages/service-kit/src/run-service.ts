@@ -7,7 +7,7 @@ import { describeError } from '@repo/http-errors'
 import { endKeepAliveOnClose } from './keep-alive.ts'
 
 /** Inside the 10 s an orchestrator waits between SIGTERM and SIGKILL. */
-export const SHUTDOWN_DEADLINE_MS = 8_000
+const SHUTDOWN_DEADLINE_MS = 8_000
 
 /** What every service's configuration holds (see `serverSettings`). */
 interface ServerConfig {

@@ -5,7 +5,7 @@ import type { FastifyBaseLogger } from 'fastify'
 import { UpstreamFailure, UpstreamNotFound, UpstreamRateLimited } from './upstream-errors.ts'
 
 /** The REST API version every request pins (spec: "pinned to 2022-11-28"). */
-export const API_VERSION = '2022-11-28'
+const API_VERSION = '2022-11-28'
 
 export interface ForgeClientOptions {
   /** The REST API root: `https://api.github.com`, or a GitHub Enterprise `https://host/api/v3`. */
