@@ -3,7 +3,7 @@ import { Type } from '@sinclair/typebox'
 import { sendCachedResponse } from '../http-caching.ts'
 import { ErrorBody, FailureBody, NotModified } from './common.schema.ts'
 import { RepositoryCounts, RepositoryList, ReposQuery } from './repos.schema.ts'
-import { answerForUpstreamError } from './upstream-answers.ts'
+import { orUpstreamAnswer } from './upstream-answers.ts'
 import type { ForgeRouteOptions } from './users.ts'
 
 const ONE_REPOSITORY = { notFound: 'Repository not found', failure: 'Failed to fetch repository' }
@@ -34,15 +34,11 @@ export const repoRoutes: FastifyPluginAsyncTypebox<ForgeRouteOptions> = async (a
       const response =
         repo === undefined
           ? await cache.get(`repos/${owner}`, async () => {
-              const list = await service.repositoryList(defaultUser).catch((error: unknown) => {
-                throw answerForUpstreamError(error, REPOSITORY_LIST)
-              })
+              const list = await orUpstreamAnswer(service.repositoryList(defaultUser), REPOSITORY_LIST)
               return { body: reply.serializeInput(list, '200') as string, partial: [] }
             })
           : await cache.get(`repo/${owner}/${repo.toLowerCase()}`, async () => {
-              const counts = await service.repositoryCounts(defaultUser, repo).catch((error: unknown) => {
-                throw answerForUpstreamError(error, ONE_REPOSITORY)
-              })
+              const counts = await orUpstreamAnswer(service.repositoryCounts(defaultUser, repo), ONE_REPOSITORY)
               return { body: reply.serializeInput(counts, '200') as string, partial: [] }
             })
       return sendCachedResponse(request, reply, cache, response)

@@ -11,8 +11,17 @@ export interface FailureMessages {
 
 const RATE_LIMITED = 'API rate limit exceeded or access forbidden'
 
+/** What `call` resolves to; an upstream error becomes this endpoint's HTTP answer on the way out. */
+export async function orUpstreamAnswer<T>(call: Promise<T>, messages: FailureMessages): Promise<T> {
+  try {
+    return await call
+  } catch (error) {
+    throw answerForUpstreamError(error, messages)
+  }
+}
+
 /** The HTTP answer to an upstream error; any other error is returned unchanged (a 500 of ours). */
-export function answerForUpstreamError(error: unknown, messages: FailureMessages): unknown {
+function answerForUpstreamError(error: unknown, messages: FailureMessages): unknown {
   if (error instanceof UpstreamNotFound) return new HttpError(404, { error: messages.notFound }, { cause: error })
   if (error instanceof UpstreamRateLimited) {
     const headers = error.retryAfterSeconds === undefined ? {} : { 'retry-after': String(error.retryAfterSeconds) }

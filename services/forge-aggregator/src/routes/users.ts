@@ -3,7 +3,7 @@ import type { ForgeService } from '../forge-service.ts'
 import type { ResponseCache } from '../response-cache.ts'
 import { sendCachedResponse } from '../http-caching.ts'
 import { ErrorBody, FailureBody, NotModified } from './common.schema.ts'
-import { answerForUpstreamError } from './upstream-answers.ts'
+import { orUpstreamAnswer } from './upstream-answers.ts'
 import { UserOverview, UsersQuery } from './users.schema.ts'
 
 export interface ForgeRouteOptions {
@@ -30,9 +30,7 @@ export const userRoutes: FastifyPluginAsyncTypebox<ForgeRouteOptions> = async (a
       const login = request.query.user_name ?? defaultUser
       // Logins are case-insensitive upstream: one cache entry per user, however it is spelled.
       const response = await cache.get(`users/${login.toLowerCase()}`, async () => {
-        const { overview, missing } = await service.userOverview(login).catch((error: unknown) => {
-          throw answerForUpstreamError(error, MESSAGES)
-        })
+        const { overview, missing } = await orUpstreamAnswer(service.userOverview(login), MESSAGES)
         return { body: reply.serializeInput(overview, '200') as string, partial: missing }
       })
       return sendCachedResponse(request, reply, cache, response)
