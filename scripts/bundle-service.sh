@@ -25,11 +25,13 @@ fi
 # a second Node binary (about 120 MB, fetched by npm outside the lockfile's integrity hashes) to pin
 # Node for developers. The bundle is built by the Node 24 that will run it, so that download is
 # skipped; nothing else is lost, as pnpm runs no other dependency's scripts.
-# --offline: everything comes from pnpm's store, which `pnpm fetch` filled from the lockfile in the
-# image (and the workspace install filled on a developer's machine or in CI); nothing is resolved
-# again, so the bundle holds exactly the lockfile's versions.
+# --offline: everything comes from pnpm's store, which `pnpm fetch` filled from the lockfile (the
+# image's build stage and the bundle test run it first, with an empty store and cache, as a newcomer's
+# machine has). Nothing is resolved again, so the bundle holds exactly the lockfile's versions.
 pnpm install --frozen-lockfile --ignore-scripts --offline
 # The service and the workspace packages it depends on, dependencies first.
 pnpm --filter "$service..." run build
-# --legacy: workspace packages are linked, not injected; deploy copies each one's "files" (dist).
-pnpm --filter "$service" deploy --prod --legacy --offline "$outdir"
+# Workspace packages are injected (pnpm-workspace.yaml), so deploy reuses the lockfile as it is and
+# copies each one's "files" (dist). pnpm 10's legacy deploy resolved their ranges again and needed
+# registry metadata that only a warm cache holds.
+pnpm --filter "$service" deploy --prod --offline "$outdir"

@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs'
-import { cp, mkdtemp, readdir, readFile, realpath, rm } from 'node:fs/promises'
+import { cp, mkdir, mkdtemp, readdir, readFile, realpath, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join, relative, sep } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -9,14 +9,18 @@ import { LISTENING, nodePath, runProcess } from './process.ts'
 /**
  * What a service's production-bundle test needs to check its image without Docker: the build
  * context copied as `docker build` would send it (`.dockerignore` applied), the build stage's own
- * `RUN` of scripts/bundle-service.sh run on that copy, and the final stage's `ENV`, `CMD` and
+ * `RUN` steps (`pnpm fetch`, then scripts/bundle-service.sh) run on that copy with an empty pnpm
+ * store and cache, as on a machine that never ran pnpm, and the final stage's `ENV`, `CMD` and
  * `HEALTHCHECK` read from the Dockerfile, so that what the test starts is what the image starts.
  */
 
 const REPO_ROOT = fileURLToPath(new URL('../../..', import.meta.url))
 
-/** Install, build and deploy take about 20 s; a test file using this allows 180 s in all. */
-const BUILD_DEADLINE_MS = 150_000
+/**
+ * Fetching the lockfile's packages into an empty store, then installing, building and deploying,
+ * takes about 40 s; a test file using this allows 240 s in all.
+ */
+const BUILD_DEADLINE_MS = 200_000
 
 interface Instruction {
   keyword: string
@@ -31,10 +35,12 @@ interface Stage {
 interface ProductionBundle {
   /** The bundle: what the final stage copies to its WORKDIR. */
   dir: string
-  /** The build stage's command, as the Dockerfile writes it. */
+  /** The build stage's bundle command, as the Dockerfile writes it. */
   command: string[]
-  /** Everything that command wrote. */
-  log: string
+  /** The build stage's steps, in order, as the Dockerfile writes them (pnpm's own setup left out). */
+  steps: string[][]
+  /** The pnpm store the build filled; it was empty before. */
+  store: string
   /** The image's last stage, as the Dockerfile writes it. */
   image: Stage
   /** Removes the copied context and the bundle. */
@@ -63,8 +69,8 @@ export interface BundleCheck {
  */
 export async function testProductionBundle(t: Test, check: BundleCheck): Promise<void> {
   const { service } = check
-  // A copy of the repository is installed, built and deployed first: tens of seconds.
-  t.setTimeout(180_000)
+  // A copy of the repository is fetched, installed, built and deployed first: tens of seconds.
+  t.setTimeout(240_000)
   const bundle = await buildProductionBundle(service)
   t.teardown(() => bundle.dispose())
   const { image } = bundle
@@ -83,8 +89,16 @@ export async function testProductionBundle(t: Test, check: BundleCheck): Promise
     t.equal(manifest.scripts['start:prod'], 'node dist/server.js', 'as `pnpm start:prod` does')
   })
 
+  t.test('the image content builds from the lockfile alone, with an empty pnpm store and cache', async (t) => {
+    t.same(
+      bundle.steps.map((step) => step.slice(0, 3)),
+      [['pnpm', 'fetch'], ['bash', 'scripts/bundle-service.sh', service]],
+      'the build stage fetches what the lockfile names, then bundles',
+    )
+    t.ok(existsSync(bundle.store), 'from the store it filled itself')
+  })
+
   t.test('the bundle is built by scripts/bundle-service.sh and holds the compiled service and its production dependencies only', async (t) => {
-    t.same(bundle.command.slice(0, -1), ['bash', 'scripts/bundle-service.sh', service])
     t.ok(existsSync(join(bundle.dir, 'dist', 'server.js')))
     t.notOk(existsSync(join(bundle.dir, 'src')), 'no TypeScript sources')
     t.notOk(existsSync(join(bundle.dir, 'node_modules', 'tap')), 'no tap')
@@ -188,49 +202,63 @@ function healthcheckOf(stage: Stage): string[] {
 
 /**
  * Copies the build context, the repository as `docker build .` sends it, into a temporary
- * directory, runs the build stage's `RUN … scripts/bundle-service.sh <service> <outdir>` there
- * (outdir moved into the temporary directory) with an environment holding nothing from the
- * caller's but what pnpm needs to find its store and the registry, and returns the bundle. The
- * copy holds no node_modules or dist, so nothing installed or built in the working tree can leak in.
+ * directory and runs the build stage's `RUN` steps there in order (the bundle's outdir moved into
+ * the temporary directory), with an empty HOME, pnpm store and cache of their own and nothing else
+ * of the caller's environment but how the registry is reached. The copy holds no node_modules or
+ * dist, and the store starts empty, so nothing installed, built or cached on this machine can leak in.
  */
 async function buildProductionBundle(service: string): Promise<ProductionBundle> {
   const stages = await readDockerfile(service)
   const build = stages[0]
   const image = stages.at(-1)
   if (!build || !image || build === image) throw new Error(`the ${service} Dockerfile is not multi-stage`)
-  const runs = argsOf(build, 'RUN').filter((args) => args.includes('scripts/bundle-service.sh'))
-  if (runs.length !== 1) throw new Error(`the ${service} build stage must RUN scripts/bundle-service.sh once`)
-  const command = runs[0]!.split(/\s+/)
-  const outdir = command.at(-1)!
+  // Corepack installs the pnpm the image builds with; the test runs the one that runs it.
+  const steps = argsOf(build, 'RUN')
+    .filter((args) => !args.startsWith('corepack '))
+    .map((args) => args.split(/\s+/))
+  const bundleSteps = steps.filter((step) => step.includes('scripts/bundle-service.sh'))
+  if (bundleSteps.length !== 1) throw new Error(`the ${service} build stage must RUN scripts/bundle-service.sh once`)
+  const command = bundleSteps[0]!
 
   const work = await mkdtemp(join(tmpdir(), `${service}-bundle-`))
   const dispose = () => rm(work, { recursive: true, force: true })
   try {
     const context = join(work, 'context')
     const dir = join(work, 'bundle')
+    const home = join(work, 'home')
+    const store = join(work, 'pnpm-store')
     await copyBuildContext(context)
-    const run = runProcess(command[0]!, [...command.slice(1, -1), dir], {
-      cwd: context,
-      env: { ...buildEnvironment(), ...envOf(build) },
-      detached: true,
-    })
-    // pnpm retries an unreachable registry for minutes: fail with what it said, before the test's own timeout.
-    const deadline = setTimeout(() => {
+    await mkdir(home)
+    const env = { ...buildEnvironment(home, store, join(work, 'pnpm-cache')), ...envOf(build) }
+    const deadline = Date.now() + BUILD_DEADLINE_MS
+    for (const step of steps) {
+      await runStep(step === command ? [...step.slice(0, -1), dir] : step, context, env, deadline)
+    }
+    return { dir, command, steps, store, image, dispose }
+  } catch (error) {
+    await dispose()
+    throw error
+  }
+}
+
+/** Runs one build step, or fails with what it said, also when it outlives the build's deadline. */
+async function runStep(step: string[], cwd: string, env: Record<string, string>, deadline: number): Promise<void> {
+  const run = runProcess(step[0]!, step.slice(1), { cwd, env, detached: true })
+  // pnpm retries an unreachable registry for minutes: fail with what it said, before the test's own timeout.
+  const timer = setTimeout(
+    () => {
       try {
         process.kill(-run.child.pid!, 'SIGKILL')
       } catch {
         // It exited just now: nothing left to stop.
       }
-    }, BUILD_DEADLINE_MS)
-    const code = await run.exited.finally(() => clearTimeout(deadline))
-    if (code !== 0) {
-      const outcome = code === null ? `was stopped after ${BUILD_DEADLINE_MS / 1000} s` : `exited ${code}`
-      throw new Error(`${command.join(' ')} (to ${dir} instead of ${outdir}) ${outcome}:\n${run.output()}`)
-    }
-    return { dir, command, log: run.output(), image, dispose }
-  } catch (error) {
-    await dispose()
-    throw error
+    },
+    Math.max(0, deadline - Date.now()),
+  )
+  const code = await run.exited.finally(() => clearTimeout(timer))
+  if (code !== 0) {
+    const outcome = code === null ? `was stopped after the build's ${BUILD_DEADLINE_MS / 1000} s` : `exited ${code}`
+    throw new Error(`${step.join(' ')} ${outcome}:\n${run.output()}`)
   }
 }
 
@@ -272,18 +300,17 @@ async function readDockerignore(): Promise<RegExp[]> {
 }
 
 /**
- * The build's environment: the Node 24 running this test first on PATH (the image's node), no
- * node_modules/.bin of the working tree, and only the caller's variables that say where pnpm's
- * store, cache and configuration are and how the registry is reached.
+ * The build's environment, as in a fresh image: the Node 24 running this test first on PATH (the
+ * image's node), no node_modules/.bin of the working tree, an empty HOME, pnpm store and metadata
+ * cache of the build's own, and of the caller's variables only how the registry is reached.
  */
-function buildEnvironment(): Record<string, string> {
-  const passed = /^(HOME|TMPDIR|PNPM_HOME|XDG_\w+|NODE_EXTRA_CA_CERTS|SSL_CERT_\w+|(HTTPS?|NO|ALL)_PROXY|(https?|no|all)_proxy)$/
+function buildEnvironment(home: string, store: string, cache: string): Record<string, string> {
+  const passed = /^(TMPDIR|NODE_EXTRA_CA_CERTS|SSL_CERT_\w+|(HTTPS?|NO|ALL)_PROXY|(https?|no|all)_proxy)$/
   const env: Record<string, string> = {}
   for (const [key, value] of Object.entries(process.env)) {
     if (value !== undefined && passed.test(key)) env[key] = value
   }
-  env.PATH = nodePath()
-  return env
+  return { ...env, PATH: nodePath(), HOME: home, npm_config_store_dir: store, npm_config_cache_dir: cache }
 }
 
 /** Where `specifier` resolves from `dir` on plain Node (no `--conditions`), as a real path. */

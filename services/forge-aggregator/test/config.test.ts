@@ -1,5 +1,6 @@
 import t from 'tap'
 import { ConfigError, loadConfig } from '@repo/config'
+import { rootStartEnv } from '@repo/test-support'
 import { ForgeAggregatorConfig } from '../src/config.ts'
 
 t.test('defaults: port 3000, api.github.com, octocat, no token, 10 s, 60 s, 30 followers, 10 pages', async (t) => {
@@ -42,4 +43,13 @@ t.test('every bad variable is named, the token never shown', async (t) => {
     ['FORGE_API_URL', 'FORGE_DEFAULT_USER', 'FORGE_TIMEOUT_MS', 'FORGE_CACHE_TTL_SECONDS', 'FORGE_FOLLOWERS_LIMIT', 'FORGE_MAX_REPO_PAGES'],
   )
   t.notMatch(error.message, 'ghp_secret')
+})
+
+t.test('every variable it reads reaches it through `pnpm start` at the repository root', async (t) => {
+  const passed = new Set(await rootStartEnv())
+  t.same(
+    Object.keys(ForgeAggregatorConfig.properties).filter((name) => !passed.has(name)),
+    [],
+    'turbo.json lists each in the start task\'s passThroughEnv',
+  )
 })

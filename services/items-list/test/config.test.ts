@@ -1,5 +1,6 @@
 import t from 'tap'
 import { ConfigError, loadConfig } from '@repo/config'
+import { rootStartEnv } from '@repo/test-support'
 import { ItemsListConfig } from '../src/config.ts'
 
 t.test('defaults: port 8080 on all interfaces, Redis at localhost:6379 db 0, key items', async (t) => {
@@ -44,4 +45,13 @@ t.test('a bad REDIS_PORT is named, and the password never printed', async (t) =>
   t.type(error, ConfigError)
   t.same((error as ConfigError).problems, ['REDIS_PORT must be <= 65535', 'REDIS_DB must be >= 0'])
   t.notMatch((error as Error).message, 'hunter2')
+})
+
+t.test('every variable it reads reaches it through `pnpm start` at the repository root', async (t) => {
+  const passed = new Set(await rootStartEnv())
+  t.same(
+    Object.keys(ItemsListConfig.properties).filter((name) => !passed.has(name)),
+    [],
+    'turbo.json lists each in the start task\'s passThroughEnv',
+  )
 })
