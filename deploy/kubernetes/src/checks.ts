@@ -65,6 +65,7 @@ export interface Workload extends KubernetesObject {
     selector: Selector
     strategy?: { rollingUpdate?: { maxUnavailable?: number | string } }
     template: { metadata: { labels: Labels; annotations?: Labels }; spec: PodSpec }
+    volumeClaimTemplates?: { metadata: { name: string } }[]
   }
 }
 
@@ -166,7 +167,8 @@ export function podProblems(objects: readonly KubernetesObject[]): string[] {
     }
     if ((pod.terminationGracePeriodSeconds ?? 30) < 15) problem('terminationGracePeriodSeconds is under 15')
 
-    for (const container of [...pod.containers, ...(pod.initContainers ?? [])]) {
+    const initContainers = new Set(pod.initContainers)
+    for (const container of [...pod.containers, ...initContainers]) {
       const inContainer = (message: string) => problem(`container ${container.name} ${message}`)
       const context = { ...pod.securityContext, ...container.securityContext }
       if (context.runAsNonRoot !== true) inContainer('may run as root (runAsNonRoot is not true)')
@@ -183,8 +185,9 @@ export function podProblems(objects: readonly KubernetesObject[]): string[] {
         const set = container.resources?.[kind] ?? {}
         if (!set.cpu || !set.memory) inContainer(`has no cpu and memory ${kind}`)
       }
+      // Init containers run to completion before the others start: Kubernetes refuses probes on them.
       for (const probe of ['startupProbe', 'livenessProbe', 'readinessProbe'] as const) {
-        if (!container[probe]) inContainer(`has no ${probe}`)
+        if (!initContainers.has(container) && !container[probe]) inContainer(`has no ${probe}`)
       }
     }
   }

@@ -19,4 +19,4 @@ const problems = [
 ]
 for (const problem of problems) console.error(problem)
 console.log(`${objects.length} objects rendered, ${problems.length} problems`)
-process.exitCode = problems.length > 0 ? 1 : 0
+if (problems.length > 0) process.exitCode = 1
