@@ -56,10 +56,10 @@ t.test('no credential is written in the base; the token comes from an optional S
   ])
 })
 
-t.test('images are named by kustomize images:, Redis pinned to a release line', async (t) => {
+t.test('images are tagged by kustomize images: as the README builds them, Redis pinned to a release line', async (t) => {
   t.same(base.flatMap(containersOf).map((container) => container.image), [
-    'registry.example.com/forge-items/forge-aggregator:1.0.0',
-    'registry.example.com/forge-items/items-list:1.0.0',
+    'forge-aggregator:1.0.0',
+    'items-list:1.0.0',
     'redis:7.4',
   ])
 })
