@@ -1,5 +1,7 @@
-import { ForgeAggregatorConfig } from 'forge-aggregator/src/config.ts'
-import { ItemsListConfig } from 'items-list/src/config.ts'
+// By path, not as workspace dependencies: a package depending on the services would take part in
+// building their production bundles (scripts/bundle-service.sh).
+import { ForgeAggregatorConfig } from '../../../services/forge-aggregator/src/config.ts'
+import { ItemsListConfig } from '../../../services/items-list/src/config.ts'
 import type { ServiceDescription } from './checks.ts'
 
 /**

@@ -108,7 +108,7 @@ for (const name of Object.keys(SERVICES)) {
     const container = containerOf(name)
     const annotations = workload(name)?.spec.template.metadata.annotations ?? {}
     const { values } = environmentOf(container, base)
-    const root = fileURLToPath(new URL('.', import.meta.resolve(`${name}/package.json`)))
+    const root = fileURLToPath(new URL(`../../../services/${name}/`, import.meta.url))
     // Its own port and address, and a Redis that is down: the paths must exist all the same.
     const service = runServiceSource(root, { ...values, HOST: '127.0.0.1', PORT: '0', REDIS_URL: `redis://127.0.0.1:${await closedPort()}` })
     t.teardown(async () => {
