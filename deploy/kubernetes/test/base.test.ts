@@ -1,0 +1,127 @@
+import t from 'tap'
+import { once } from 'node:events'
+import { createServer } from 'node:net'
+import { fileURLToPath } from 'node:url'
+import { LISTENING, runServiceSource } from '@repo/test-support'
+import { environmentOf, podProblems, secretProblems, selects, serviceProblems, wiringProblems, workloadsOf, type Container } from '../src/checks.ts'
+import { containersOf, renderKustomization, type KubernetesObject } from '../src/render.ts'
+import { schemaProblems } from '../src/schemas.ts'
+import { SERVICES } from '../src/services.ts'
+
+// The base as `kubectl apply -k deploy/kubernetes` would send it.
+const base = await renderKustomization(fileURLToPath(new URL('..', import.meta.url)))
+
+const workload = (name: string) => workloadsOf(base).find((each) => each.metadata.name === name)
+const containerOf = (name: string) => workload(name)?.spec.template.spec.containers.find((each) => each.name === name) as Container
+
+t.test('the base holds, per service, a ConfigMap, Deployment, Service, autoscaler and disruption budget; Redis and its policy', async (t) => {
+  t.same(base.map((object) => `${object.kind}/${object.metadata.name}`).sort(), [
+    'ConfigMap/forge-aggregator',
+    'ConfigMap/items-list',
+    'Deployment/forge-aggregator',
+    'Deployment/items-list',
+    'HorizontalPodAutoscaler/forge-aggregator',
+    'HorizontalPodAutoscaler/items-list',
+    'NetworkPolicy/redis',
+    'PodDisruptionBudget/forge-aggregator',
+    'PodDisruptionBudget/items-list',
+    'Service/forge-aggregator',
+    'Service/items-list',
+    'Service/redis',
+    'Service/redis-headless',
+    'StatefulSet/redis',
+  ])
+})
+
+t.test('every object is valid against the Kubernetes OpenAPI schema of its kind', async (t) => {
+  t.same(await schemaProblems(base), [])
+})
+
+t.test('selectors select the pods they are meant to, autoscalers scale workloads that exist', async (t) => {
+  t.same(wiringProblems(base), [])
+})
+
+t.test('every pod, Redis included, meets the restricted Pod Security Standard, with limits and probes', async (t) => {
+  t.same(podProblems(base), [])
+})
+
+t.test('each service gets only settings it reads, with values it accepts, probed and scraped on its port', async (t) => {
+  t.same(serviceProblems(base, SERVICES), [])
+})
+
+t.test('no credential is written in the base; the token comes from an optional Secret', async (t) => {
+  t.same(secretProblems(base), [])
+  t.same(containerOf('forge-aggregator').env, [
+    { name: 'FORGE_TOKEN', valueFrom: { secretKeyRef: { name: 'forge-aggregator-token', key: 'FORGE_TOKEN', optional: true } } },
+  ])
+})
+
+t.test('images are tagged by kustomize images: as the README builds them, Redis pinned to a release line', async (t) => {
+  t.same(base.flatMap(containersOf).map((container) => container.image), [
+    'forge-aggregator:1.0.0',
+    'items-list:1.0.0',
+    'redis:7.4',
+  ])
+})
+
+t.test('Redis fsyncs every write to its append-only file on a volume and may evict only keys with an expiry', async (t) => {
+  const redis = containerOf('redis') as Container & { args: string[]; volumeMounts: { name: string; mountPath: string }[] }
+  const option = (name: string) => redis.args[redis.args.indexOf(`--${name}`) + 1]
+  t.equal(redis.args[0], 'redis-server')
+  t.equal(option('appendonly'), 'yes')
+  t.equal(option('appendfsync'), 'always')
+  t.equal(option('maxmemory-policy'), 'volatile-lru')
+  t.match(option('maxmemory'), /^\d+mb$/)
+  t.equal(option('dir'), '/data')
+  const claims = workload('redis')?.spec.volumeClaimTemplates ?? []
+  const [mount] = redis.volumeMounts
+  t.same(mount, { name: 'data', mountPath: '/data' })
+  t.ok(claims.some((claim) => claim.metadata.name === mount?.name), 'the data is on a PersistentVolumeClaim')
+})
+
+t.test('only the two services may reach Redis', async (t) => {
+  const policy = base.find((object) => object.kind === 'NetworkPolicy') as KubernetesObject & {
+    spec: { podSelector: Parameters<typeof selects>[0]; policyTypes: string[]; ingress: { from: { podSelector: Parameters<typeof selects>[0] }[] }[] }
+  }
+  t.same(policy.spec.policyTypes, ['Ingress'])
+  const admitted = (labels: Record<string, string>) => policy.spec.ingress.some((rule) => rule.from.some((peer) => selects(peer.podSelector, labels)))
+  for (const each of workloadsOf(base)) {
+    const labels = each.spec.template.metadata.labels
+    t.equal(selects(policy.spec.podSelector, labels), each.metadata.name === 'redis', `${each.metadata.name}: guarded`)
+    t.equal(admitted(labels), each.metadata.name in SERVICES, `${each.metadata.name}: admitted`)
+  }
+  t.equal(admitted({ 'app.kubernetes.io/name': 'anything-else' }), false, 'another pod of the namespace')
+})
+
+/** A port nothing listens on: the services' Redis, so that no test touches a real one. */
+async function closedPort(): Promise<number> {
+  const server = createServer().listen(0, '127.0.0.1')
+  await once(server, 'listening')
+  const { port } = server.address() as { port: number }
+  server.close()
+  await once(server, 'close')
+  return port
+}
+
+for (const name of Object.keys(SERVICES)) {
+  t.test(`${name}, started with the settings of its pods, serves the paths it is probed and scraped on`, async (t) => {
+    const container = containerOf(name)
+    const annotations = workload(name)?.spec.template.metadata.annotations ?? {}
+    const { values } = environmentOf(container, base)
+    const root = fileURLToPath(new URL(`../../../services/${name}/`, import.meta.url))
+    // Its own port and address, and a Redis that is down: the paths must exist all the same.
+    const service = runServiceSource(root, { ...values, HOST: '127.0.0.1', PORT: '0', REDIS_URL: `redis://127.0.0.1:${await closedPort()}` })
+    t.teardown(async () => {
+      service.child.kill('SIGTERM')
+      await service.exited
+    })
+    const [, port] = await service.waitFor(LISTENING)
+    const status = async (path: string | undefined) => (await fetch(`http://127.0.0.1:${port}${path}`)).status
+
+    t.equal(await status(container.startupProbe?.httpGet?.path), 200, 'startup probe')
+    t.equal(await status(container.livenessProbe?.httpGet?.path), 200, 'liveness probe')
+    // Ready or, with its Redis down, not ready: the answers of a readiness route, never a 404.
+    t.ok([200, 503].includes(await status(container.readinessProbe?.httpGet?.path)), 'readiness probe')
+    t.equal(await status(annotations['prometheus.io/path']), 200, 'Prometheus scrape')
+  })
+}
