@@ -61,12 +61,20 @@ const RETRY = interceptors.retry({
   // The last attempt's answer reaches us as an answer (a 503), not as a retry error.
   throwOnError: false,
 })
+// Renamed users and repositories answer 301/307 to their new name (DESIGN §4: at most 3).
+const REDIRECT = interceptors.redirect({ maxRedirections: 3 })
 const MAX_BODY_BYTES = 32 * 1024 * 1024
+/** GitHub: after a 429 or a secondary rate limit without `Retry-After`, "wait at least one minute". */
+const DEFAULT_RATE_LIMIT_WAIT_SECONDS = 60
 
+/**
+ * The last body of an upstream URL and its ETag. The text is kept, not the parsed object: it
+ * occupies what its length says (V8 keeps ASCII one byte a character) where the object would
+ * take several times that, so the bound on held bytes is a real one. A 304 parses it again.
+ */
 interface HeldBody {
   etag: string
-  body: unknown
-  bytes: number
+  text: string
 }
 
 /**
@@ -86,10 +94,10 @@ export function createForgeClient(options: ForgeClientOptions): ForgeClient {
   const origin = base.origin
   const basePath = base.pathname.replace(/\/+$/, '')
   const agent = options.dispatcher ?? new Agent({ keepAliveTimeout: 30_000, maxResponseSize: MAX_BODY_BYTES })
-  const dispatcher = agent.compose(RETRY, interceptors.deduplicate())
+  const dispatcher = agent.compose(REDIRECT, RETRY, interceptors.deduplicate())
   const held =
     options.revalidationMaxBytes > 0
-      ? new LRUCache<string, HeldBody>({ maxSize: options.revalidationMaxBytes, sizeCalculation: (entry) => entry.bytes })
+      ? new LRUCache<string, HeldBody>({ maxSize: options.revalidationMaxBytes, sizeCalculation: (entry) => entry.text.length + entry.etag.length })
       : undefined
   const headers: Record<string, string> = {
     accept: 'application/vnd.github+json',
@@ -126,11 +134,11 @@ export function createForgeClient(options: ForgeClientOptions): ForgeClient {
     const { statusCode } = response
     logger.debug({ upstream: { path: target, statusCode, ms: Math.round(performance.now() - started) } }, 'upstream call')
 
-    if (statusCode === 304 && heldBody) return heldBody.body as Body
+    if (statusCode === 304 && heldBody) return parseJson(heldBody.text) as Body
     if (statusCode === 200) {
       const body = parseJson(text)
       const etag = response.headers.etag
-      if (held && typeof etag === 'string') held.set(target, { etag, body, bytes: text.length })
+      if (held && typeof etag === 'string') held.set(target, { etag, text })
       return body as Body
     }
     throw statusFailure(statusCode, response.headers, text)
@@ -146,7 +154,7 @@ export function createForgeClient(options: ForgeClientOptions): ForgeClient {
     const reason = safe(upstreamMessage(text) ?? `status ${statusCode}`)
     if (statusCode === 404) return new UpstreamNotFound(`Upstream responded 404: ${reason}`)
     if (statusCode === 403 || statusCode === 429) {
-      return new UpstreamRateLimited(`Upstream responded ${statusCode}: ${reason}`, retryAfterSeconds(responseHeaders))
+      return new UpstreamRateLimited(`Upstream responded ${statusCode}: ${reason}`, retryAfterSeconds(statusCode, responseHeaders, text))
     }
     return new UpstreamFailure(`Upstream responded ${statusCode}: ${reason}`)
   }
@@ -186,11 +194,12 @@ function upstreamMessage(text: string): string | undefined {
 }
 
 /**
- * Seconds to wait before asking again. `Retry-After` is authoritative when present (secondary
- * rate limits send it); otherwise the primary limit's `X-RateLimit-Reset` (epoch seconds) says
- * when the quota refills.
+ * Seconds to wait before asking again (DESIGN §4). `Retry-After` is authoritative when present.
+ * Only a spent primary limit (`X-RateLimit-Remaining: 0`) makes `X-RateLimit-Reset` the answer:
+ * a plain "forbidden" also carries a reset, and must not tell clients to wait an hour. A 429 or a
+ * secondary rate limit without either waits GitHub's minute; anything else gets no advice.
  */
-function retryAfterSeconds(headers: Dispatcher.ResponseData['headers']): number | undefined {
+function retryAfterSeconds(statusCode: number, headers: Dispatcher.ResponseData['headers'], text: string): number | undefined {
   const nowSeconds = Date.now() / 1000
   const retryAfter = headers['retry-after']
   if (typeof retryAfter === 'string') {
@@ -198,6 +207,14 @@ function retryAfterSeconds(headers: Dispatcher.ResponseData['headers']): number 
     if (Number.isFinite(seconds)) return Math.max(0, Math.ceil(seconds))
   }
   const reset = headers['x-ratelimit-reset']
-  if (typeof reset === 'string' && /^\d+$/.test(reset)) return Math.max(0, Math.ceil(Number(reset) - nowSeconds))
+  if (headers['x-ratelimit-remaining'] === '0' && typeof reset === 'string' && /^\d+$/.test(reset)) {
+    return Math.max(0, Math.ceil(Number(reset) - nowSeconds))
+  }
+  if (statusCode === 429 || isSecondaryRateLimit(text)) return DEFAULT_RATE_LIMIT_WAIT_SECONDS
   return undefined
+}
+
+/** GitHub's secondary rate limits answer 403 with a message saying so. */
+function isSecondaryRateLimit(text: string): boolean {
+  return /secondary rate limit/i.test(upstreamMessage(text) ?? '')
 }

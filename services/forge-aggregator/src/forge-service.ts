@@ -31,10 +31,16 @@ export interface UserOverviewResult {
   missing: string[]
 }
 
+/** One repository's counts, and whether it is private (its answer may then only be cached privately). */
+export interface RepositoryCountsResult {
+  counts: RepositoryCounts
+  isPrivate: boolean
+}
+
 /** What each endpoint asks the upstream for (DESIGN §4), and how the answers combine. */
 export interface ForgeService {
   userOverview(login: string): Promise<UserOverviewResult>
-  repositoryCounts(owner: string, repo: string): Promise<RepositoryCounts>
+  repositoryCounts(owner: string, repo: string): Promise<RepositoryCountsResult>
   repositoryList(owner: string): Promise<RepositoryList>
 }
 
@@ -103,7 +109,8 @@ export function createForgeService(options: ForgeServiceOptions): ForgeService {
     },
 
     async repositoryCounts(owner, repo) {
-      return toRepositoryCounts(await client.get<UpstreamRepository>(upstreamPath`/repos/${owner}/${repo}`))
+      const repository = await client.get<UpstreamRepository>(upstreamPath`/repos/${owner}/${repo}`)
+      return { counts: toRepositoryCounts(repository), isPrivate: repository.private }
     },
 
     async repositoryList(owner) {

@@ -3,7 +3,8 @@ import type { CachedResponse, ResponseCache } from './response-cache.ts'
 
 /**
  * Sends `response` with what a caller's cache needs. A complete answer carries its `ETag` and
- * `Cache-Control: public, max-age=<seconds it stays fresh here>`, and a matching
+ * `Cache-Control: public, max-age=<seconds it stays fresh here>` (`private` when it shows a
+ * private repository), and a matching
  * `If-None-Match` gets 304 without a body. A partial answer is `no-store` and names what is
  * missing in `X-Forge-Partial`.
  */
@@ -20,7 +21,8 @@ export function sendCachedResponse(
       .send(response.body)
   }
 
-  reply.headers({ etag: response.etag, 'cache-control': `public, max-age=${cache.secondsLeft(response)}` })
+  const scope = response.isPrivate ? 'private' : 'public'
+  reply.headers({ etag: response.etag, 'cache-control': `${scope}, max-age=${cache.secondsLeft(response)}` })
   if (matchesEtag(request.headers['if-none-match'], response.etag)) return reply.code(304).send()
   return reply.type('application/json; charset=utf-8').send(response.body)
 }

@@ -10,8 +10,17 @@ export interface CachedResponse {
   readonly etag: string
   /** Statistics the answer could not fill; a partial answer is never kept. */
   readonly partial: readonly string[]
+  /** Whether the answer shows a private repository: shared caches must not keep it. */
+  readonly isPrivate: boolean
   /** When the answer stops being fresh, on the cache's clock (ms). */
   readonly expiresAt: number
+}
+
+/** What a route's production makes: the serialized answer and what it holds. */
+export interface ProducedAnswer {
+  body: string
+  partial: readonly string[]
+  isPrivate?: boolean
 }
 
 export interface ResponseCacheOptions {
@@ -52,7 +61,7 @@ export class ResponseCache {
   }
 
   /** The fresh answer for `key`, or the one `produce` makes (once, for every concurrent caller). */
-  get(key: string, produce: () => Promise<{ body: string; partial: readonly string[] }>): Promise<CachedResponse> {
+  get(key: string, produce: () => Promise<ProducedAnswer>): Promise<CachedResponse> {
     const fresh = this.#fresh?.get(key)
     if (fresh) return Promise.resolve(fresh)
 
@@ -69,9 +78,9 @@ export class ResponseCache {
     return Math.max(0, Math.floor((response.expiresAt - this.#now()) / 1000))
   }
 
-  async #produce(key: string, produce: () => Promise<{ body: string; partial: readonly string[] }>): Promise<CachedResponse> {
-    const { body, partial } = await produce()
-    const response: CachedResponse = { body, partial, etag: etagOf(body), expiresAt: this.#now() + this.#ttlMs }
+  async #produce(key: string, produce: () => Promise<ProducedAnswer>): Promise<CachedResponse> {
+    const { body, partial, isPrivate = false } = await produce()
+    const response: CachedResponse = { body, partial, isPrivate, etag: etagOf(body), expiresAt: this.#now() + this.#ttlMs }
     if (partial.length === 0) this.#fresh?.set(key, response)
     return response
   }

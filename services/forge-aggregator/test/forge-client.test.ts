@@ -77,19 +77,27 @@ t.test('404 becomes UpstreamNotFound, 403 and 429 UpstreamRateLimited, 401 Upstr
   await t.rejects(client.get('/d'), new UpstreamFailure('Upstream responded 401: Bad credentials'))
 })
 
-t.test('Retry-After is taken from the upstream Retry-After (seconds or date), else from X-RateLimit-Reset', async (t) => {
+t.test('Retry-After is the upstream Retry-After (seconds or date), else the reset when nothing remains, else 60 for a 429 or a secondary limit', async (t) => {
   const client = openClient(t)
   const now = Date.now()
-  nock(API).get('/seconds').reply(403, {}, { 'retry-after': '42', 'x-ratelimit-reset': '1' })
+  const nowSeconds = Math.floor(now / 1000)
+  const spent = { 'x-ratelimit-remaining': '0' }
+  nock(API).get('/seconds').reply(403, {}, { 'retry-after': '42', 'x-ratelimit-reset': '1', ...spent })
   nock(API).get('/date').reply(429, {}, { 'retry-after': new Date(now + 30_000).toUTCString() })
-  nock(API).get('/reset').reply(403, {}, { 'x-ratelimit-reset': String(Math.floor(now / 1000) + 90) })
-  nock(API).get('/past').reply(403, {}, { 'x-ratelimit-reset': String(Math.floor(now / 1000) - 10) })
+  nock(API).get('/reset').reply(403, {}, { 'x-ratelimit-reset': String(nowSeconds + 90), ...spent })
+  nock(API).get('/past').reply(403, {}, { 'x-ratelimit-reset': String(nowSeconds - 10), ...spent })
+  nock(API).get('/forbidden').reply(403, { message: 'Resource not accessible' }, { 'x-ratelimit-reset': String(nowSeconds + 3000), 'x-ratelimit-remaining': '4000' })
+  nock(API).get('/too-many').reply(429, {}, { 'x-ratelimit-reset': String(nowSeconds + 3000), 'x-ratelimit-remaining': '12' })
+  nock(API).get('/secondary').reply(403, { message: 'You have exceeded a secondary rate limit.' })
   nock(API).get('/none').reply(403, {})
   const retryAfter = async (path: string) => ((await client.get(path).catch((error: unknown) => error)) as UpstreamRateLimited).retryAfterSeconds
   t.equal(await retryAfter('/seconds'), 42)
   t.ok(Math.abs((await retryAfter('/date'))! - 30) <= 1)
   t.ok(Math.abs((await retryAfter('/reset'))! - 90) <= 1)
   t.equal(await retryAfter('/past'), 0)
+  t.equal(await retryAfter('/forbidden'), undefined, 'a plain forbidden with quota left gives no advice')
+  t.equal(await retryAfter('/too-many'), 60)
+  t.equal(await retryAfter('/secondary'), 60)
   t.equal(await retryAfter('/none'), undefined)
 })
 
@@ -187,6 +195,17 @@ t.test('bodies without an ETag (searches) are not held', async (t) => {
   const again = nock(API, { badheaders: ['if-none-match'] }).get('/search/issues').query(true).reply(200, { total_count: 2 })
   await client.get('/search/issues', { q: 'x' })
   t.same(await client.get('/search/issues', { q: 'x' }), { total_count: 2 })
+  again.done()
+})
+
+t.test('held bodies are sized by their text: a body that fits by its text is held and reparsed on a 304', async (t) => {
+  const client = openClient(t, { revalidationMaxBytes: 300 })
+  const body = { items: Array.from({ length: 40 }, () => 1) }
+  nock(API).get('/small').reply(200, body, { etag: '"small"' })
+  const again = nock(API, { reqheaders: { 'if-none-match': '"small"' } }).get('/small').reply(304, '')
+  await client.get('/small')
+  const reused = await client.get<typeof body>('/small')
+  t.same(reused, body)
   again.done()
 })
 

@@ -108,6 +108,20 @@ for (const { label, url, failure } of endpoints) {
   })
 }
 
+t.test('when two calls fail differently, a rate limit outranks a 404 of a call other than the profile', async (t) => {
+  const { app } = await buildAggregator(t)
+  const scope = nock(API)
+  scope.get('/users/mona').reply(200, makeUser('mona', { public_repos: 1 }))
+  scope.get('/users/mona/repos').query(true).reply(404, { message: 'Not Found' })
+  scope.get('/users/mona/followers').query(true).reply(429, { message: 'Too Many Requests' }, { 'retry-after': '17' })
+  scope.get('/search/issues').query(true).times(2).reply(200, { total_count: 0, incomplete_results: false, items: [] })
+  const res = await app.inject({ method: 'GET', url: '/api/forge/users?user_name=mona' })
+  t.equal(res.statusCode, 403)
+  t.same(res.json(), { error: 'API rate limit exceeded or access forbidden' })
+  t.equal(res.headers['retry-after'], '17')
+  scope.done()
+})
+
 t.test('a list endpoint answering something other than a list answers 500 with details', async (t) => {
   const { app } = await buildAggregator(t)
   const scope = nock(API)

@@ -35,11 +35,12 @@ export const repoRoutes: FastifyPluginAsyncTypebox<ForgeRouteOptions> = async (a
         repo === undefined
           ? await cache.get(`repos/${owner}`, async () => {
               const list = await orUpstreamAnswer(service.repositoryList(defaultUser), REPOSITORY_LIST)
-              return { body: reply.serializeInput(list, '200') as string, partial: [] }
+              const isPrivate = list.repos.some((repository) => repository.isPrivate)
+              return { body: reply.serializeInput(list, '200') as string, partial: [], isPrivate }
             })
           : await cache.get(`repo/${owner}/${repo.toLowerCase()}`, async () => {
-              const counts = await orUpstreamAnswer(service.repositoryCounts(defaultUser, repo), ONE_REPOSITORY)
-              return { body: reply.serializeInput(counts, '200') as string, partial: [] }
+              const { counts, isPrivate } = await orUpstreamAnswer(service.repositoryCounts(defaultUser, repo), ONE_REPOSITORY)
+              return { body: reply.serializeInput(counts, '200') as string, partial: [], isPrivate }
             })
       return sendCachedResponse(request, reply, cache, response)
     },
