@@ -98,12 +98,12 @@ t.test('an upstream failure of the list answers 500 Failed to fetch repositories
 })
 
 t.test('an upstream rate limit answers 403 on both modes', async (t) => {
-  const { app } = await buildAggregator(t)
   const limited = { message: 'API rate limit exceeded for 203.0.113.7.' }
   nock(API).get('/repos/octocat/x').reply(403, limited, { 'x-ratelimit-remaining': '0', 'retry-after': '30' })
   nock(API).get('/users/octocat/repos').query(LIST_QUERY).reply(429, limited, { 'retry-after': '5' })
-  const one = await app.inject({ method: 'GET', url: '/api/forge/repos?repo_name=x' })
-  const list = await app.inject({ method: 'GET', url: '/api/forge/repos' })
+  // Each on an app of its own: after the first, the spent budget would answer the second without asking.
+  const one = await (await buildAggregator(t)).app.inject({ method: 'GET', url: '/api/forge/repos?repo_name=x' })
+  const list = await (await buildAggregator(t)).app.inject({ method: 'GET', url: '/api/forge/repos' })
   t.equal(one.statusCode, 403)
   t.same(one.json(), { error: 'API rate limit exceeded or access forbidden' })
   t.equal(one.headers['retry-after'], '30')

@@ -2,6 +2,7 @@ import t from 'tap'
 import nock from 'nock'
 import { pino } from 'pino'
 import { buildApp } from '../src/app.ts'
+import { RateLimitBudget } from '../src/rate-limit-budget.ts'
 import { DEFAULT_CONFIG, buildAggregator } from './helpers/build.ts'
 import { startLocalUpstream } from './helpers/local-upstream.ts'
 import { API, makeUser } from './helpers/upstream.ts'
@@ -150,6 +151,7 @@ t.test('a followers answer that is not a list answers 500 with details', async (
 t.test('a fault of our own answers 500 Internal server error and shows nothing of it', async (t) => {
   const client = {
     get: () => Promise.reject(new TypeError("Cannot read properties of undefined (reading 'secret')")),
+    budget: new RateLimitBudget({ reserve: 0, now: Date.now }),
     close: async () => {},
   }
   const app = await buildApp(DEFAULT_CONFIG, { client, logger: pino({ level: 'silent' }) })
