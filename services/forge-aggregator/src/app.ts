@@ -8,6 +8,8 @@ import { AccessLog } from '@repo/service-kit'
 import type { ForgeAggregatorConfig } from './config.ts'
 import type { ForgeClient } from './forge-client.ts'
 import { createForgeService } from './forge-service.ts'
+import { Registry } from 'prom-client'
+import { createCacheResultCounter } from './metrics.ts'
 import { ResponseCache } from './response-cache.ts'
 import type { SharedStore } from './shared-store.ts'
 import { healthRoutes } from './routes/health.ts'
@@ -35,6 +37,8 @@ export interface AppDependencies {
   shared?: SharedStore | undefined
   /** The response cache's wall clock (ms); tests bring their own. */
   now?: () => number
+  /** Where the aggregator's metrics are registered (DESIGN §8); a registry of its own unless given. */
+  metrics?: Registry
 }
 
 /** The caches share FORGE_CACHE_MAX_MB: assembled answers are small, upstream bodies are not. */
@@ -86,6 +90,7 @@ export async function buildApp(config: AppConfig, deps: AppDependencies): Promis
     budget: deps.client.budget,
     shared: deps.shared,
     waitMs: config.FORGE_TIMEOUT_MS,
+    onResult: createCacheResultCounter(deps.metrics ?? new Registry()),
   })
   const routeOptions = { service, cache, defaultUser: config.FORGE_DEFAULT_USER }
   await app.register(healthRoutes)

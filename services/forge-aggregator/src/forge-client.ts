@@ -3,6 +3,7 @@ import { Agent, interceptors, type Dispatcher } from 'undici'
 import { LRUCache } from 'lru-cache'
 import type { FastifyBaseLogger } from 'fastify'
 import { RateLimitBudget, resourceOfPath } from './rate-limit-budget.ts'
+import type { UpstreamMetrics } from './metrics.ts'
 import type { SharedStore } from './shared-store.ts'
 import { BudgetSpent, UpstreamFailure, UpstreamNotFound, UpstreamRateLimited } from './upstream-errors.ts'
 
@@ -26,6 +27,8 @@ export interface ForgeClientOptions {
   shared?: SharedStore | undefined
   /** The wall clock in ms (rate-limit resets are epoch seconds); tests bring their own. */
   now?: () => number
+  /** Where every call is counted and timed. */
+  metrics?: UpstreamMetrics | undefined
   /** The dispatcher to build on; a keep-alive `Agent` unless a test brings its own. */
   dispatcher?: Dispatcher
 }
@@ -102,7 +105,7 @@ interface HeldBody {
  * and when we ask we always want the upstream's word (a cheap 304), never a stored guess.
  */
 export function createForgeClient(options: ForgeClientOptions): ForgeClient {
-  const { token, timeoutMs, shared } = options
+  const { token, timeoutMs, shared, metrics } = options
   const now = options.now ?? Date.now
   const budget = options.budget ?? new RateLimitBudget({ reserve: 0, now })
   const base = new URL(options.baseUrl)
@@ -138,7 +141,8 @@ export function createForgeClient(options: ForgeClientOptions): ForgeClient {
   async function get<Body>(path: string, query?: Record<string, string | number>, log = options.logger): Promise<Body> {
     const target = query ? `${basePath}${path}?${new URLSearchParams(stringValues(query)).toString()}` : `${basePath}${path}`
     // GitHub: keep calling after a rate limit and the integration may be banned.
-    const resumesAt = budget.blockedUntil(resourceOfPath(path))
+    const resource = resourceOfPath(path)
+    const resumesAt = budget.blockedUntil(resource)
     if (resumesAt !== undefined) {
       log.debug({ upstream: { path: target } }, 'upstream rate limit spent; call not made')
       throw BudgetSpent.until(resumesAt, now())
@@ -160,11 +164,14 @@ export function createForgeClient(options: ForgeClientOptions): ForgeClient {
       if (response.statusCode === 304) await response.body.dump()
       else text = await response.body.text()
     } catch (error) {
+      metrics?.observeCall(resource, 'error', (performance.now() - started) / 1000)
       throw transportFailure(error, deadline.aborted)
     }
 
     const { statusCode } = response
-    log.debug({ upstream: { path: target, statusCode, ms: Math.round(performance.now() - started) } }, 'upstream call')
+    const ms = performance.now() - started
+    metrics?.observeCall(resource, statusCode, ms / 1000)
+    log.debug({ upstream: { path: target, statusCode, ms: Math.round(ms) } }, 'upstream call')
 
     if (statusCode === 304 && heldBody) {
       budget.record(path, response.headers)

@@ -4,6 +4,8 @@ import { pino } from 'pino'
 import type { FastifyInstance } from 'fastify'
 import { buildApp, type AppConfig } from '../../src/app.ts'
 import { createForgeClient, type ForgeClient } from '../../src/forge-client.ts'
+import { Registry } from 'prom-client'
+import { createUpstreamMetrics } from '../../src/metrics.ts'
 import { RateLimitBudget } from '../../src/rate-limit-budget.ts'
 import { createRedisStore, namespaceFor } from '../../src/redis-store.ts'
 import type { SharedStore } from '../../src/shared-store.ts'
@@ -56,6 +58,8 @@ export interface TestAggregator {
   now: () => number
   /** The store shared through Redis, when `redisUrl` was given. */
   shared: SharedStore | undefined
+  /** The app's and the client's metrics. */
+  metrics: Registry
 }
 
 /** The production app and upstream client, pointed at nock (or `baseUrl`), on a clock the test controls. */
@@ -64,6 +68,8 @@ export async function buildAggregator(t: Test, options: BuildOptions = {}): Prom
   const logLines: string[] = []
   const logger = pino({ level: 'trace' }, { write: (line: string) => logLines.push(line) })
   const clock = options.clock ?? testClock()
+  const metrics = new Registry()
+  const upstreamMetrics = createUpstreamMetrics(metrics)
   const shared = options.redisUrl
     ? createRedisStore({
         url: options.redisUrl,
@@ -79,17 +85,18 @@ export async function buildAggregator(t: Test, options: BuildOptions = {}): Prom
     timeoutMs: options.timeoutMs ?? 2_000,
     userAgent: 'forge-aggregator/test',
     revalidationMaxBytes: options.revalidationMaxBytes ?? 1024 * 1024,
-    budget: new RateLimitBudget({ reserve: options.budgetReserve ?? 0.1, now: clock.now, shared }),
+    budget: new RateLimitBudget({ reserve: options.budgetReserve ?? 0.1, now: clock.now, shared, onChange: upstreamMetrics.observeBudget }),
     shared,
+    metrics: upstreamMetrics,
     now: clock.now,
     logger,
   })
-  const app = await buildApp(config, { client, logger, now: clock.now, shared })
+  const app = await buildApp(config, { client, logger, now: clock.now, shared, metrics })
   t.teardown(async () => {
     await app.close()
     await client.close()
     await shared?.close()
   })
   if (shared && !(await eventually(async () => shared.isAvailable))) throw new Error('the shared store never became available')
-  return { app, client, logLines, advanceClock: clock.advance, now: clock.now, shared }
+  return { app, client, logLines, advanceClock: clock.advance, now: clock.now, shared, metrics }
 }
