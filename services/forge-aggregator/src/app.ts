@@ -8,7 +8,10 @@ import { AccessLog } from '@repo/service-kit'
 import type { ForgeAggregatorConfig } from './config.ts'
 import type { ForgeClient } from './forge-client.ts'
 import { createForgeService } from './forge-service.ts'
+import { Registry } from 'prom-client'
+import { createCacheResultCounter } from './metrics.ts'
 import { ResponseCache } from './response-cache.ts'
+import type { SharedStore } from './shared-store.ts'
 import { healthRoutes } from './routes/health.ts'
 import { repoRoutes } from './routes/repos.ts'
 import { userRoutes } from './routes/users.ts'
@@ -22,14 +25,20 @@ export type AppConfig = Pick<
   | 'FORGE_CACHE_MAX_MB'
   | 'FORGE_FOLLOWERS_LIMIT'
   | 'FORGE_MAX_REPO_PAGES'
+  | 'FORGE_TIMEOUT_MS'
+  | 'FORGE_STALE_SECONDS'
 >
 
 export interface AppDependencies {
   client: ForgeClient
   /** The process logger (`server.ts` creates it). */
   logger: FastifyBaseLogger
-  /** The response cache's clock (ms); tests bring their own. */
+  /** Where replicas share answers and production locks (`REDIS_URL`); absent, all stays in this process. */
+  shared?: SharedStore | undefined
+  /** The response cache's wall clock (ms); tests bring their own. */
   now?: () => number
+  /** Where the aggregator's metrics are registered (DESIGN §8); a registry of its own unless given. */
+  metrics?: Registry
 }
 
 /** The caches share FORGE_CACHE_MAX_MB: assembled answers are small, upstream bodies are not. */
@@ -72,12 +81,16 @@ export async function buildApp(config: AppConfig, deps: AppDependencies): Promis
     followersLimit: config.FORGE_FOLLOWERS_LIMIT,
     maxRepoPages: config.FORGE_MAX_REPO_PAGES,
     hasToken: config.FORGE_TOKEN !== undefined,
-    logger: app.log,
   })
   const cache = new ResponseCache({
     ttlSeconds: config.FORGE_CACHE_TTL_SECONDS,
+    staleSeconds: config.FORGE_STALE_SECONDS,
     maxBytes: config.FORGE_CACHE_MAX_MB * 1024 * 1024 * RESPONSE_CACHE_SHARE,
-    ...(deps.now ? { now: deps.now } : {}),
+    now: deps.now ?? Date.now,
+    budget: deps.client.budget,
+    shared: deps.shared,
+    waitMs: config.FORGE_TIMEOUT_MS,
+    onResult: createCacheResultCounter(deps.metrics ?? new Registry()),
   })
   const routeOptions = { service, cache, defaultUser: config.FORGE_DEFAULT_USER }
   await app.register(healthRoutes)

@@ -23,6 +23,24 @@ export const ForgeAggregatorConfig = Type.Object({
   FORGE_CACHE_MAX_MB: Type.Integer({ default: 64, minimum: 1, maximum: 4_096, description: 'memory the caches may hold' }),
   FORGE_FOLLOWERS_LIMIT: Type.Integer({ default: 30, minimum: 1, maximum: 100, description: 'followers returned' }),
   FORGE_MAX_REPO_PAGES: Type.Integer({ default: 10, minimum: 1, maximum: 100, description: 'pages of 100 repositories read for statistics' }),
+  FORGE_STALE_SECONDS: Type.Integer({
+    default: 86_400,
+    minimum: 0,
+    maximum: 30 * 86_400,
+    description: 'how long past its TTL an answer may still be sent when the upstream fails or the budget is spent; 0 never',
+  }),
+  FORGE_BUDGET_RESERVE: Type.Number({
+    default: 0.1,
+    minimum: 0,
+    maximum: 1,
+    description: 'share of the core rate limit kept for users never seen: below it, known users are answered stale until the reset',
+  }),
+  REDIS_URL: Type.Optional(
+    Type.String({
+      pattern: '^rediss?://[^\\s]+$',
+      description: 'redis:// or rediss:// URL; set, replicas share answers, held bodies, the budget and production locks',
+    }),
+  ),
 })
 
 export type ForgeAggregatorConfig = Static<typeof ForgeAggregatorConfig>

@@ -2,7 +2,10 @@ import { performance } from 'node:perf_hooks'
 import { Agent, interceptors, type Dispatcher } from 'undici'
 import { LRUCache } from 'lru-cache'
 import type { FastifyBaseLogger } from 'fastify'
-import { UpstreamFailure, UpstreamNotFound, UpstreamRateLimited } from './upstream-errors.ts'
+import { RateLimitBudget, resourceOfPath } from './rate-limit-budget.ts'
+import type { UpstreamMetrics } from './metrics.ts'
+import type { SharedStore } from './shared-store.ts'
+import { BudgetSpent, UpstreamFailure, UpstreamNotFound, UpstreamRateLimited } from './upstream-errors.ts'
 
 /** The REST API version every request pins (spec: "pinned to 2022-11-28"). */
 const API_VERSION = '2022-11-28'
@@ -14,9 +17,18 @@ export interface ForgeClientOptions {
   /** Deadline of one call, retries and body included. */
   timeoutMs: number
   userAgent: string
-  /** Bytes of upstream bodies kept for revalidation with `If-None-Match`; 0 keeps none. */
+  /** Bytes of upstream bodies kept in this process for revalidation with `If-None-Match`; 0 keeps none. */
   revalidationMaxBytes: number
+  /** Where lines about calls go when the caller brings no request logger of its own. */
   logger: FastifyBaseLogger
+  /** The rate-limit budget every answer feeds and every call consults; one of its own unless given. */
+  budget?: RateLimitBudget
+  /** Where replicas share the held bodies; absent, each process holds its own. */
+  shared?: SharedStore | undefined
+  /** The wall clock in ms (rate-limit resets are epoch seconds); tests bring their own. */
+  now?: () => number
+  /** Where every call is counted and timed. */
+  metrics?: UpstreamMetrics | undefined
   /** The dispatcher to build on; a keep-alive `Agent` unless a test brings its own. */
   dispatcher?: Dispatcher
 }
@@ -27,7 +39,9 @@ export interface ForgeClient {
    * GETs `path` (build it with `upstreamPath`) and resolves to its JSON body. Throws
    * `UpstreamNotFound`, `UpstreamRateLimited` or `UpstreamFailure`; never anything else.
    */
-  get<Body>(path: string, query?: Record<string, string | number>): Promise<Body>
+  get<Body>(path: string, query?: Record<string, string | number>, log?: FastifyBaseLogger): Promise<Body>
+  /** What the upstream said of its rate limits, shared with the response cache. */
+  readonly budget: RateLimitBudget
   /** Closes the upstream connections. */
   close(): Promise<void>
 }
@@ -61,12 +75,22 @@ const RETRY = interceptors.retry({
   // The last attempt's answer reaches us as an answer (a 503), not as a retry error.
   throwOnError: false,
 })
+// Renamed users and repositories answer 301/307 to their new name (DESIGN §4: at most 3).
+const REDIRECT = interceptors.redirect({ maxRedirections: 3 })
 const MAX_BODY_BYTES = 32 * 1024 * 1024
+/** GitHub: after a 429 or a secondary rate limit without `Retry-After`, "wait at least one minute". */
+const DEFAULT_RATE_LIMIT_WAIT_SECONDS = 60
+/** How long a replica-shared held body outlives its last use: a day of revalidations. */
+const SHARED_HELD_TTL_MS = 24 * 60 * 60 * 1000
 
+/**
+ * The last body of an upstream URL and its ETag. The text is kept, not the parsed object: it
+ * occupies what its length says (V8 keeps ASCII one byte a character) where the object would
+ * take several times that, so the bound on held bytes is a real one. A 304 parses it again.
+ */
 interface HeldBody {
   etag: string
-  body: unknown
-  bytes: number
+  text: string
 }
 
 /**
@@ -81,15 +105,17 @@ interface HeldBody {
  * and when we ask we always want the upstream's word (a cheap 304), never a stored guess.
  */
 export function createForgeClient(options: ForgeClientOptions): ForgeClient {
-  const { token, timeoutMs, logger } = options
+  const { token, timeoutMs, shared, metrics } = options
+  const now = options.now ?? Date.now
+  const budget = options.budget ?? new RateLimitBudget({ reserve: 0, now })
   const base = new URL(options.baseUrl)
   const origin = base.origin
   const basePath = base.pathname.replace(/\/+$/, '')
   const agent = options.dispatcher ?? new Agent({ keepAliveTimeout: 30_000, maxResponseSize: MAX_BODY_BYTES })
-  const dispatcher = agent.compose(RETRY, interceptors.deduplicate())
+  const dispatcher = agent.compose(REDIRECT, RETRY, interceptors.deduplicate())
   const held =
     options.revalidationMaxBytes > 0
-      ? new LRUCache<string, HeldBody>({ maxSize: options.revalidationMaxBytes, sizeCalculation: (entry) => entry.bytes })
+      ? new LRUCache<string, HeldBody>({ maxSize: options.revalidationMaxBytes, sizeCalculation: (entry) => entry.text.length + entry.etag.length })
       : undefined
   const headers: Record<string, string> = {
     accept: 'application/vnd.github+json',
@@ -101,9 +127,27 @@ export function createForgeClient(options: ForgeClientOptions): ForgeClient {
   /** What we may say about a failure: never the token, even if the upstream echoed it. */
   const safe = (message: string) => (token ? message.replaceAll(token, '[redacted]') : message)
 
-  async function get<Body>(path: string, query?: Record<string, string | number>): Promise<Body> {
+  /** The body held for `target`: the replicas' shared one, else this process's own. */
+  async function heldFor(held: LRUCache<string, HeldBody>, target: string): Promise<HeldBody | undefined> {
+    const value = await shared?.get(`held:${target}`)
+    return value === undefined ? held.get(target) : (JSON.parse(value) as HeldBody)
+  }
+
+  function hold(target: string, body: HeldBody): void {
+    held?.set(target, body)
+    shared?.set(`held:${target}`, JSON.stringify(body), SHARED_HELD_TTL_MS)
+  }
+
+  async function get<Body>(path: string, query?: Record<string, string | number>, log = options.logger): Promise<Body> {
     const target = query ? `${basePath}${path}?${new URLSearchParams(stringValues(query)).toString()}` : `${basePath}${path}`
-    const heldBody = held?.get(target)
+    // GitHub: keep calling after a rate limit and the integration may be banned.
+    const resource = resourceOfPath(path)
+    const resumesAt = budget.blockedUntil(resource)
+    if (resumesAt !== undefined) {
+      log.debug({ upstream: { path: target } }, 'upstream rate limit spent; call not made')
+      throw BudgetSpent.until(resumesAt, now())
+    }
+    const heldBody = held ? await heldFor(held, target) : undefined
     const deadline = AbortSignal.timeout(timeoutMs)
     const started = performance.now()
 
@@ -120,20 +164,29 @@ export function createForgeClient(options: ForgeClientOptions): ForgeClient {
       if (response.statusCode === 304) await response.body.dump()
       else text = await response.body.text()
     } catch (error) {
+      metrics?.observeCall(resource, 'error', (performance.now() - started) / 1000)
       throw transportFailure(error, deadline.aborted)
     }
 
     const { statusCode } = response
-    logger.debug({ upstream: { path: target, statusCode, ms: Math.round(performance.now() - started) } }, 'upstream call')
+    const ms = performance.now() - started
+    metrics?.observeCall(resource, statusCode, ms / 1000)
+    log.debug({ upstream: { path: target, statusCode, ms: Math.round(ms) } }, 'upstream call')
 
-    if (statusCode === 304 && heldBody) return heldBody.body as Body
+    if (statusCode === 304 && heldBody) {
+      budget.record(path, response.headers)
+      return parseJson(heldBody.text) as Body
+    }
     if (statusCode === 200) {
+      budget.record(path, response.headers)
       const body = parseJson(text)
       const etag = response.headers.etag
-      if (held && typeof etag === 'string') held.set(target, { etag, body, bytes: text.length })
+      if (typeof etag === 'string') hold(target, { etag, text })
       return body as Body
     }
-    throw statusFailure(statusCode, response.headers, text)
+    const failure = statusFailure(statusCode, response.headers, text)
+    budget.record(path, response.headers, failure instanceof UpstreamRateLimited ? failure.retryAfterSeconds : undefined)
+    throw failure
   }
 
   function transportFailure(error: unknown, timedOut: boolean): UpstreamFailure {
@@ -144,15 +197,17 @@ export function createForgeClient(options: ForgeClientOptions): ForgeClient {
 
   function statusFailure(statusCode: number, responseHeaders: Dispatcher.ResponseData['headers'], text: string) {
     const reason = safe(upstreamMessage(text) ?? `status ${statusCode}`)
-    if (statusCode === 404) return new UpstreamNotFound(`Upstream responded 404: ${reason}`)
+    const message = `Upstream responded ${statusCode}: ${reason}`
+    if (statusCode === 404) return new UpstreamNotFound(message, statusCode)
     if (statusCode === 403 || statusCode === 429) {
-      return new UpstreamRateLimited(`Upstream responded ${statusCode}: ${reason}`, retryAfterSeconds(responseHeaders))
+      return new UpstreamRateLimited(message, retryAfterSeconds(statusCode, responseHeaders, text, now()), statusCode)
     }
-    return new UpstreamFailure(`Upstream responded ${statusCode}: ${reason}`)
+    return new UpstreamFailure(message, statusCode)
   }
 
   return {
     get,
+    budget,
     async close() {
       await agent.close()
     },
@@ -186,18 +241,27 @@ function upstreamMessage(text: string): string | undefined {
 }
 
 /**
- * Seconds to wait before asking again. `Retry-After` is authoritative when present (secondary
- * rate limits send it); otherwise the primary limit's `X-RateLimit-Reset` (epoch seconds) says
- * when the quota refills.
+ * Seconds to wait before asking again (DESIGN §4). `Retry-After` is authoritative when present.
+ * Only a spent primary limit (`X-RateLimit-Remaining: 0`) makes `X-RateLimit-Reset` the answer:
+ * a plain "forbidden" also carries a reset, and must not tell clients to wait an hour. A 429 or a
+ * secondary rate limit without either waits GitHub's minute; anything else gets no advice.
  */
-function retryAfterSeconds(headers: Dispatcher.ResponseData['headers']): number | undefined {
-  const nowSeconds = Date.now() / 1000
+function retryAfterSeconds(statusCode: number, headers: Dispatcher.ResponseData['headers'], text: string, nowMs: number): number | undefined {
+  const nowSeconds = nowMs / 1000
   const retryAfter = headers['retry-after']
   if (typeof retryAfter === 'string') {
     const seconds = /^\d+$/.test(retryAfter) ? Number(retryAfter) : Date.parse(retryAfter) / 1000 - nowSeconds
     if (Number.isFinite(seconds)) return Math.max(0, Math.ceil(seconds))
   }
   const reset = headers['x-ratelimit-reset']
-  if (typeof reset === 'string' && /^\d+$/.test(reset)) return Math.max(0, Math.ceil(Number(reset) - nowSeconds))
+  if (headers['x-ratelimit-remaining'] === '0' && typeof reset === 'string' && /^\d+$/.test(reset)) {
+    return Math.max(0, Math.ceil(Number(reset) - nowSeconds))
+  }
+  if (statusCode === 429 || isSecondaryRateLimit(text)) return DEFAULT_RATE_LIMIT_WAIT_SECONDS
   return undefined
+}
+
+/** GitHub's secondary rate limits answer 403 with a message saying so. */
+function isSecondaryRateLimit(text: string): boolean {
+  return /secondary rate limit/i.test(upstreamMessage(text) ?? '')
 }

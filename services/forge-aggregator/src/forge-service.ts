@@ -22,7 +22,6 @@ export interface ForgeServiceOptions {
   maxRepoPages: number
   /** Whether the client sends a token, so list mode may ask whose it is. */
   hasToken: boolean
-  logger: FastifyBaseLogger
 }
 
 /** A users answer and the statistics it could not fill (`totalIssues`, `totalPRs`). */
@@ -31,38 +30,49 @@ export interface UserOverviewResult {
   missing: string[]
 }
 
-/** What each endpoint asks the upstream for (DESIGN §4), and how the answers combine. */
+/** One repository's counts, and whether it is private (its answer may then only be cached privately). */
+export interface RepositoryCountsResult {
+  counts: RepositoryCounts
+  isPrivate: boolean
+}
+
+/**
+ * What each endpoint asks the upstream for (DESIGN §4), and how the answers combine. `log` is
+ * the request's logger: every line about its upstream calls carries its request id.
+ */
 export interface ForgeService {
-  userOverview(login: string): Promise<UserOverviewResult>
-  repositoryCounts(owner: string, repo: string): Promise<RepositoryCounts>
-  repositoryList(owner: string): Promise<RepositoryList>
+  userOverview(login: string, log: FastifyBaseLogger): Promise<UserOverviewResult>
+  repositoryCounts(owner: string, repo: string, log: FastifyBaseLogger): Promise<RepositoryCountsResult>
+  repositoryList(owner: string, log: FastifyBaseLogger): Promise<RepositoryList>
 }
 
 export function createForgeService(options: ForgeServiceOptions): ForgeService {
-  const { client, followersLimit, maxRepoPages, logger } = options
+  const { client, followersLimit, maxRepoPages } = options
   let tokenOwner: Promise<string | undefined> | undefined
 
-  function reposPage(login: string, page: number) {
-    return client.get<UpstreamOwnedRepos>(upstreamPath`/users/${login}/repos`, { type: 'owner', per_page: MAX_PER_PAGE, page }).then(asList)
+  function reposPage(login: string, page: number, log: FastifyBaseLogger) {
+    return client
+      .get<UpstreamOwnedRepos>(upstreamPath`/users/${login}/repos`, { type: 'owner', per_page: MAX_PER_PAGE, page }, log)
+      .then(asList)
   }
 
   /** The search's `total_count`, or undefined when the search failed: a count is not worth failing for. */
-  async function searchCount(login: string, kind: 'issue' | 'pr'): Promise<number | undefined> {
+  async function searchCount(login: string, kind: 'issue' | 'pr', log: FastifyBaseLogger): Promise<number | undefined> {
     try {
-      const result = await client.get<UpstreamSearchResult>('/search/issues', { q: `author:${login} is:${kind}`, per_page: 1 })
+      const result = await client.get<UpstreamSearchResult>('/search/issues', { q: `author:${login} is:${kind}`, per_page: 1 }, log)
       return result.total_count
     } catch (error) {
-      logger.warn({ error: describeError(error) }, `${kind} search failed; its count will be 0`)
+      log.warn({ error: describeError(error) }, `${kind} search failed; its count will be 0`)
       return undefined
     }
   }
 
   /** Who owns the token, asked once per process; a failed answer is not remembered. */
-  function whoOwnsTheToken(): Promise<string | undefined> {
-    tokenOwner ??= client.get<UpstreamAuthenticatedUser>('/user').then(
+  function whoOwnsTheToken(log: FastifyBaseLogger): Promise<string | undefined> {
+    tokenOwner ??= client.get<UpstreamAuthenticatedUser>('/user', undefined, log).then(
       (user) => user.login,
       (error: unknown) => {
-        logger.warn({ error: describeError(error) }, 'could not tell who owns FORGE_TOKEN; listing public repositories')
+        log.warn({ error: describeError(error) }, 'could not tell who owns FORGE_TOKEN; listing public repositories')
         tokenOwner = undefined
         return undefined
       },
@@ -71,22 +81,22 @@ export function createForgeService(options: ForgeServiceOptions): ForgeService {
   }
 
   return {
-    async userOverview(login) {
+    async userOverview(login, log) {
       // The five calls start together; further repository pages start as soon as the profile
       // says they exist. One request costs about one upstream round trip.
-      const profileCall = client.get<UpstreamUser>(upstreamPath`/users/${login}`)
+      const profileCall = client.get<UpstreamUser>(upstreamPath`/users/${login}`, undefined, log)
       const reposCall = Promise.all([
-        reposPage(login, 1),
+        reposPage(login, 1, log),
         profileCall.then((profile) => {
           const pages = pagesFor(profile.public_repos, maxRepoPages)
-          return Promise.all(Array.from({ length: pages - 1 }, (_, index) => reposPage(login, index + 2)))
+          return Promise.all(Array.from({ length: pages - 1 }, (_, index) => reposPage(login, index + 2, log)))
         }),
       ]).then(([first, rest]): UpstreamRepo[] => [first, ...rest].flat())
       const followersCall = client
-        .get<UpstreamFollowers>(upstreamPath`/users/${login}/followers`, { per_page: followersLimit })
+        .get<UpstreamFollowers>(upstreamPath`/users/${login}/followers`, { per_page: followersLimit }, log)
         .then(asList)
-      const issuesCall = searchCount(login, 'issue')
-      const prsCall = searchCount(login, 'pr')
+      const issuesCall = searchCount(login, 'issue', log)
+      const prsCall = searchCount(login, 'pr', log)
 
       const [profile, repos, followers] = await settleInOrder([profileCall, reposCall, followersCall] as const)
       const [totalIssues, totalPRs] = await Promise.all([issuesCall, prsCall])
@@ -102,17 +112,18 @@ export function createForgeService(options: ForgeServiceOptions): ForgeService {
       }
     },
 
-    async repositoryCounts(owner, repo) {
-      return toRepositoryCounts(await client.get<UpstreamRepository>(upstreamPath`/repos/${owner}/${repo}`))
+    async repositoryCounts(owner, repo, log) {
+      const repository = await client.get<UpstreamRepository>(upstreamPath`/repos/${owner}/${repo}`, undefined, log)
+      return { counts: toRepositoryCounts(repository), isPrivate: repository.private }
     },
 
-    async repositoryList(owner) {
+    async repositoryList(owner, log) {
       const query = { sort: 'updated', per_page: MAX_PER_PAGE }
-      const isTokenOwner = options.hasToken && (await whoOwnsTheToken())?.toLowerCase() === owner.toLowerCase()
+      const isTokenOwner = options.hasToken && (await whoOwnsTheToken(log))?.toLowerCase() === owner.toLowerCase()
       const repos = asList(
         isTokenOwner
-          ? await client.get<UpstreamAuthenticatedRepos>('/user/repos', { affiliation: 'owner', ...query })
-          : await client.get<UpstreamOwnedRepos>(upstreamPath`/users/${owner}/repos`, query),
+          ? await client.get<UpstreamAuthenticatedRepos>('/user/repos', { affiliation: 'owner', ...query }, log)
+          : await client.get<UpstreamOwnedRepos>(upstreamPath`/users/${owner}/repos`, query, log),
       )
       return { repos: repos.map(toRepository), totalCount: repos.length }
     },

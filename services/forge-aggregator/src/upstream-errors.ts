@@ -1,9 +1,17 @@
 /** Every way an upstream call can fail, as the routes need to tell them apart. */
-export abstract class UpstreamError extends Error {}
+export abstract class UpstreamError extends Error {
+  /** The upstream's HTTP status, when it answered at all. */
+  readonly status: number | undefined
+
+  constructor(message: string, status?: number) {
+    super(message)
+    this.status = status
+  }
+}
 
 /** The upstream answered 404: the user or repository does not exist. */
 export class UpstreamNotFound extends UpstreamError {
-  override readonly name = 'UpstreamNotFound'
+  override readonly name: string = 'UpstreamNotFound'
 }
 
 /**
@@ -11,12 +19,25 @@ export class UpstreamNotFound extends UpstreamError {
  * `retryAfterSeconds` comes from its `Retry-After`, else from `X-RateLimit-Reset`.
  */
 export class UpstreamRateLimited extends UpstreamError {
-  override readonly name = 'UpstreamRateLimited'
+  override readonly name: string = 'UpstreamRateLimited'
   readonly retryAfterSeconds: number | undefined
 
-  constructor(message: string, retryAfterSeconds: number | undefined) {
-    super(message)
+  constructor(message: string, retryAfterSeconds: number | undefined, status?: number) {
+    super(message, status)
     this.retryAfterSeconds = retryAfterSeconds
+  }
+}
+
+/**
+ * The rate-limit budget of the resource a call needs is spent: the call was not made
+ * (DESIGN §7). Answered like the upstream's own rate limit, `Retry-After` being the reset.
+ */
+export class BudgetSpent extends UpstreamRateLimited {
+  override readonly name: string = 'BudgetSpent'
+
+  /** The error for a resource that may be called again at `resumesAt` (wall clock, ms). */
+  static until(resumesAt: number, now: number): BudgetSpent {
+    return new BudgetSpent('Upstream rate limit spent; not asking before its reset', Math.max(0, Math.ceil((resumesAt - now) / 1000)))
   }
 }
 
@@ -25,5 +46,5 @@ export class UpstreamRateLimited extends UpstreamError {
  * not the JSON expected. The message is safe to show a caller: it never holds the token.
  */
 export class UpstreamFailure extends UpstreamError {
-  override readonly name = 'UpstreamFailure'
+  override readonly name: string = 'UpstreamFailure'
 }

@@ -3,7 +3,7 @@ import { ConfigError, loadConfig } from '@repo/config'
 import { rootStartEnv } from '@repo/test-support'
 import { ForgeAggregatorConfig } from '../src/config.ts'
 
-t.test('defaults: port 3000, api.github.com, octocat, no token, 10 s, 60 s, 30 followers, 10 pages', async (t) => {
+t.test('defaults: port 3000, api.github.com, octocat, no token, 10 s, 60 s, 30 followers, 10 pages, a day stale, 10% reserve, no Redis', async (t) => {
   t.same(loadConfig(ForgeAggregatorConfig, {}), {
     HOST: '0.0.0.0',
     PORT: 3000,
@@ -15,7 +15,21 @@ t.test('defaults: port 3000, api.github.com, octocat, no token, 10 s, 60 s, 30 f
     FORGE_CACHE_MAX_MB: 64,
     FORGE_FOLLOWERS_LIMIT: 30,
     FORGE_MAX_REPO_PAGES: 10,
+    FORGE_STALE_SECONDS: 86_400,
+    FORGE_BUDGET_RESERVE: 0.1,
   })
+})
+
+t.test('REDIS_URL takes redis:// and rediss:// URLs; the stale window and the reserve are bounded', async (t) => {
+  t.equal(loadConfig(ForgeAggregatorConfig, { REDIS_URL: 'rediss://:secret@cache.internal:6380/2' }).REDIS_URL, 'rediss://:secret@cache.internal:6380/2')
+  const config = loadConfig(ForgeAggregatorConfig, { FORGE_STALE_SECONDS: '0', FORGE_BUDGET_RESERVE: '0.25' })
+  t.equal(config.FORGE_STALE_SECONDS, 0)
+  t.equal(config.FORGE_BUDGET_RESERVE, 0.25)
+  const error = t.throws(() =>
+    loadConfig(ForgeAggregatorConfig, { REDIS_URL: 'http://:secret@cache', FORGE_STALE_SECONDS: '-1', FORGE_BUDGET_RESERVE: '1.5' }),
+  ) as ConfigError
+  t.same(error.problems.map((line) => line.split(' ')[0]).sort(), ['FORGE_BUDGET_RESERVE', 'FORGE_STALE_SECONDS', 'REDIS_URL'])
+  t.notMatch(error.message, 'secret')
 })
 
 t.test('a GitHub Enterprise URL and a token are accepted; an empty token counts as none', async (t) => {

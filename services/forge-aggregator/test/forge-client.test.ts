@@ -66,30 +66,38 @@ t.test('a GitHub Enterprise base URL keeps its /api/v3 prefix', async (t) => {
 })
 
 t.test('404 becomes UpstreamNotFound, 403 and 429 UpstreamRateLimited, 401 UpstreamFailure', async (t) => {
-  const client = openClient(t)
   nock(API).get('/a').reply(404, { message: 'Not Found' })
   nock(API).get('/b').reply(403, { message: 'Forbidden' })
   nock(API).get('/c').reply(429, { message: 'Too Many Requests' })
   nock(API).get('/d').reply(401, { message: 'Bad credentials' })
-  await t.rejects(client.get('/a'), UpstreamNotFound)
-  await t.rejects(client.get('/b'), UpstreamRateLimited)
-  await t.rejects(client.get('/c'), UpstreamRateLimited)
-  await t.rejects(client.get('/d'), new UpstreamFailure('Upstream responded 401: Bad credentials'))
+  // A 429 stops every later call until it has been waited out: each call gets a client of its own.
+  await t.rejects(openClient(t).get('/a'), UpstreamNotFound)
+  await t.rejects(openClient(t).get('/b'), UpstreamRateLimited)
+  await t.rejects(openClient(t).get('/c'), UpstreamRateLimited)
+  await t.rejects(openClient(t).get('/d'), new UpstreamFailure('Upstream responded 401: Bad credentials', 401))
 })
 
-t.test('Retry-After is taken from the upstream Retry-After (seconds or date), else from X-RateLimit-Reset', async (t) => {
-  const client = openClient(t)
+t.test('Retry-After is the upstream Retry-After (seconds or date), else the reset when nothing remains, else 60 for a 429 or a secondary limit', async (t) => {
   const now = Date.now()
-  nock(API).get('/seconds').reply(403, {}, { 'retry-after': '42', 'x-ratelimit-reset': '1' })
+  const nowSeconds = Math.floor(now / 1000)
+  const spent = { 'x-ratelimit-remaining': '0' }
+  nock(API).get('/seconds').reply(403, {}, { 'retry-after': '42', 'x-ratelimit-reset': '1', ...spent })
   nock(API).get('/date').reply(429, {}, { 'retry-after': new Date(now + 30_000).toUTCString() })
-  nock(API).get('/reset').reply(403, {}, { 'x-ratelimit-reset': String(Math.floor(now / 1000) + 90) })
-  nock(API).get('/past').reply(403, {}, { 'x-ratelimit-reset': String(Math.floor(now / 1000) - 10) })
+  nock(API).get('/reset').reply(403, {}, { 'x-ratelimit-reset': String(nowSeconds + 90), ...spent })
+  nock(API).get('/past').reply(403, {}, { 'x-ratelimit-reset': String(nowSeconds - 10), ...spent })
+  nock(API).get('/forbidden').reply(403, { message: 'Resource not accessible' }, { 'x-ratelimit-reset': String(nowSeconds + 3000), 'x-ratelimit-remaining': '4000' })
+  nock(API).get('/too-many').reply(429, {}, { 'x-ratelimit-reset': String(nowSeconds + 3000), 'x-ratelimit-remaining': '12' })
+  nock(API).get('/secondary').reply(403, { message: 'You have exceeded a secondary rate limit.' })
   nock(API).get('/none').reply(403, {})
-  const retryAfter = async (path: string) => ((await client.get(path).catch((error: unknown) => error)) as UpstreamRateLimited).retryAfterSeconds
+  const retryAfter = async (path: string) =>
+    ((await openClient(t).get(path).catch((error: unknown) => error)) as UpstreamRateLimited).retryAfterSeconds
   t.equal(await retryAfter('/seconds'), 42)
   t.ok(Math.abs((await retryAfter('/date'))! - 30) <= 1)
   t.ok(Math.abs((await retryAfter('/reset'))! - 90) <= 1)
   t.equal(await retryAfter('/past'), 0)
+  t.equal(await retryAfter('/forbidden'), undefined, 'a plain forbidden with quota left gives no advice')
+  t.equal(await retryAfter('/too-many'), 60)
+  t.equal(await retryAfter('/secondary'), 60)
   t.equal(await retryAfter('/none'), undefined)
 })
 
@@ -101,16 +109,15 @@ t.test('502, 503 and 504 are retried twice with backoff, then answered as they a
     scope.done()
   }
   const scope = nock(API).get('/down').times(3).reply(503, { message: 'Service Unavailable' })
-  await t.rejects(client.get('/down'), new UpstreamFailure('Upstream responded 503: Service Unavailable'))
+  await t.rejects(client.get('/down'), new UpstreamFailure('Upstream responded 503: Service Unavailable', 503))
   scope.done()
 })
 
 t.test('403, 429, 404, 401 and 500 are never retried', async (t) => {
-  const client = openClient(t)
   const unexpected = recordUnexpectedCalls(t)
   for (const status of [403, 429, 404, 401, 500]) {
     const scope = nock(API).get(`/once-${status}`).once().reply(status, { message: 'no' })
-    await client.get(`/once-${status}`).catch(() => undefined)
+    await openClient(t).get(`/once-${status}`).catch(() => undefined)
     scope.done()
   }
   t.same(unexpected, [], 'one call each')
@@ -190,6 +197,17 @@ t.test('bodies without an ETag (searches) are not held', async (t) => {
   again.done()
 })
 
+t.test('held bodies are sized by their text: a body that fits by its text is held and reparsed on a 304', async (t) => {
+  const client = openClient(t, { revalidationMaxBytes: 300 })
+  const body = { items: Array.from({ length: 40 }, () => 1) }
+  nock(API).get('/small').reply(200, body, { etag: '"small"' })
+  const again = nock(API, { reqheaders: { 'if-none-match': '"small"' } }).get('/small').reply(304, '')
+  await client.get('/small')
+  const reused = await client.get<typeof body>('/small')
+  t.same(reused, body)
+  again.done()
+})
+
 t.test('held bodies are bounded: one larger than revalidationMaxBytes is not held', async (t) => {
   const client = openClient(t, { revalidationMaxBytes: 100 })
   nock(API).get('/big').reply(200, { padding: 'x'.repeat(200) }, { etag: '"big"' })
@@ -211,7 +229,7 @@ t.test('with revalidationMaxBytes 0 nothing is held', async (t) => {
 t.test('an unexpected 304 (nothing held) is a failure, not an empty answer', async (t) => {
   const client = openClient(t)
   nock(API).get('/odd').reply(304, '')
-  await t.rejects(client.get('/odd'), new UpstreamFailure('Upstream responded 304: status 304'))
+  await t.rejects(client.get('/odd'), new UpstreamFailure('Upstream responded 304: status 304', 304))
 })
 
 t.test('an upstream message that echoes the token is redacted', async (t) => {
@@ -239,4 +257,39 @@ t.test('a JSON body that is not an object or a list is an unexpected body', asyn
   const client = openClient(t)
   nock(API).get('/null').reply(200, 'null', { 'content-type': 'application/json' })
   await t.rejects(client.get('/null'), new UpstreamFailure('Upstream sent an unexpected body'))
+})
+
+t.test('after a rate limit no call is made to that resource until the wait is over; other resources are still called', async (t) => {
+  let clock = 1_700_000_000_000
+  const client = openClient(t, { now: () => clock })
+  const unexpected = recordUnexpectedCalls(t)
+  nock(API).get('/users/a').reply(429, { message: 'slow down' }, { 'retry-after': '30', 'x-ratelimit-resource': 'core' })
+  nock(API).get('/search/issues').query(true).reply(200, { total_count: 1 }, { 'x-ratelimit-resource': 'search', 'x-ratelimit-remaining': '9' })
+  await t.rejects(client.get('/users/a'), { name: 'UpstreamRateLimited', status: 429 })
+  await t.rejects(client.get('/users/b'), { name: 'BudgetSpent', retryAfterSeconds: 30 })
+  t.same(await client.get('/search/issues', { q: 'x' }), { total_count: 1 })
+  clock += 30_001
+  nock(API).get('/users/b').reply(200, { login: 'b' })
+  t.same(await client.get('/users/b'), { login: 'b' })
+  t.same(unexpected, [])
+})
+
+t.test('a spent resource (X-RateLimit-Remaining: 0) is not called again before X-RateLimit-Reset', async (t) => {
+  let clock = 1_700_000_000_000
+  const client = openClient(t, { now: () => clock })
+  const reset = String(clock / 1000 + 100)
+  nock(API).get('/users/a').reply(200, { login: 'a' }, { 'x-ratelimit-remaining': '0', 'x-ratelimit-reset': reset, 'x-ratelimit-limit': '60' })
+  await client.get('/users/a')
+  await t.rejects(client.get('/users/b'), { name: 'BudgetSpent', retryAfterSeconds: 100 })
+  clock += 100_001
+  nock(API).get('/users/b').reply(200, { login: 'b' })
+  t.same(await client.get('/users/b'), { login: 'b' })
+})
+
+t.test('a plain 403 with quota left does not stop later calls', async (t) => {
+  const client = openClient(t)
+  nock(API).get('/repos/a/b').reply(403, { message: 'Resource not accessible' }, { 'x-ratelimit-remaining': '4000', 'x-ratelimit-limit': '5000' })
+  nock(API).get('/users/a').reply(200, { login: 'a' })
+  await t.rejects(client.get('/repos/a/b'), UpstreamRateLimited)
+  t.same(await client.get('/users/a'), { login: 'a' })
 })

@@ -98,12 +98,12 @@ t.test('an upstream failure of the list answers 500 Failed to fetch repositories
 })
 
 t.test('an upstream rate limit answers 403 on both modes', async (t) => {
-  const { app } = await buildAggregator(t)
   const limited = { message: 'API rate limit exceeded for 203.0.113.7.' }
   nock(API).get('/repos/octocat/x').reply(403, limited, { 'x-ratelimit-remaining': '0', 'retry-after': '30' })
   nock(API).get('/users/octocat/repos').query(LIST_QUERY).reply(429, limited, { 'retry-after': '5' })
-  const one = await app.inject({ method: 'GET', url: '/api/forge/repos?repo_name=x' })
-  const list = await app.inject({ method: 'GET', url: '/api/forge/repos' })
+  // Each on an app of its own: after the first, the spent budget would answer the second without asking.
+  const one = await (await buildAggregator(t)).app.inject({ method: 'GET', url: '/api/forge/repos?repo_name=x' })
+  const list = await (await buildAggregator(t)).app.inject({ method: 'GET', url: '/api/forge/repos' })
   t.equal(one.statusCode, 403)
   t.same(one.json(), { error: 'API rate limit exceeded or access forbidden' })
   t.equal(one.headers['retry-after'], '30')
@@ -117,6 +117,27 @@ t.test('a 403 without rate-limit headers answers 403 without Retry-After', async
   const res = await app.inject({ method: 'GET', url: '/api/forge/repos?repo_name=private-thing' })
   t.equal(res.statusCode, 403)
   t.equal(res.headers['retry-after'], undefined)
+})
+
+t.test('a renamed repository is followed through its redirect and answers 200', async (t) => {
+  const { app } = await buildAggregator(t)
+  const scope = nock(API, { reqheaders: PINNED_HEADERS })
+  scope.get('/repos/octocat/old-name').reply(301, { message: 'Moved Permanently' }, { location: `${API}/repositories/1296269` })
+  scope.get('/repositories/1296269').reply(200, { ...fixtures.repository, stargazers_count: 12, forks_count: 3 }, RESOURCE_HEADERS)
+  const res = await app.inject({ method: 'GET', url: '/api/forge/repos?repo_name=old-name' })
+  t.equal(res.statusCode, 200)
+  t.same(res.json(), { stars: 12, forksCount: 3 })
+  scope.done()
+})
+
+t.test('more than three redirects in a row answer 500', async (t) => {
+  const { app } = await buildAggregator(t)
+  const scope = nock(API)
+  for (let hop = 0; hop < 4; hop++) scope.get(`/hop-${hop}`).reply(307, '', { location: `${API}/hop-${hop + 1}` })
+  scope.get('/repos/octocat/loop').reply(301, '', { location: `${API}/hop-0` })
+  const res = await app.inject({ method: 'GET', url: '/api/forge/repos?repo_name=loop' })
+  t.equal(res.statusCode, 500)
+  t.match(res.json(), { error: 'Failed to fetch repository', details: /^Upstream responded 307/ })
 })
 
 t.test('repository names differing only in case share one cache entry', async (t) => {
@@ -143,7 +164,16 @@ t.test('with a token', async (t) => {
     const res = await app.inject({ method: 'GET', url: '/api/forge/repos' })
     t.equal(res.statusCode, 200)
     t.match(res.json(), { repos: [{ name: 'secret', isPrivate: true }], totalCount: 1 })
+    t.equal(res.headers['cache-control'], 'private, max-age=60', 'no shared cache may keep a private repository')
     scope.done()
+  })
+
+  t.test('one private repository is answered with Cache-Control: private', async (t) => {
+    const { app } = await buildAggregator(t, { config: { FORGE_TOKEN: TOKEN } })
+    nock(API, authorized).get('/repos/octocat/secret').reply(200, { ...fixtures.repository, private: true }, RESOURCE_HEADERS)
+    const res = await app.inject({ method: 'GET', url: '/api/forge/repos?repo_name=secret' })
+    t.equal(res.statusCode, 200)
+    t.equal(res.headers['cache-control'], 'private, max-age=60')
   })
 
   t.test('who owns it is asked once per process', async (t) => {
@@ -165,6 +195,7 @@ t.test('with a token', async (t) => {
     scope.get('/users/octocat/repos').query(LIST_QUERY).reply(200, [makeRepo('octocat', 'public-one')])
     const res = await app.inject({ method: 'GET', url: '/api/forge/repos' })
     t.match(res.json(), { repos: [{ name: 'public-one', isPrivate: false }] })
+    t.equal(res.headers['cache-control'], 'public, max-age=60')
     scope.done()
   })
 

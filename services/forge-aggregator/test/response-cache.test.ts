@@ -1,96 +1,216 @@
 import t from 'tap'
-import { ResponseCache } from '../src/response-cache.ts'
+import { pino } from 'pino'
+import { RateLimitBudget } from '../src/rate-limit-budget.ts'
+import { ResponseCache, type ProducedAnswer } from '../src/response-cache.ts'
+import { BudgetSpent, UpstreamFailure, UpstreamNotFound, UpstreamRateLimited } from '../src/upstream-errors.ts'
 
-function cacheOn(options: { ttlSeconds: number; maxBytes: number }) {
-  let clock = 1_000_000
-  const cache = new ResponseCache({ ...options, now: () => clock })
-  return { cache, advance: (ms: number) => (clock += ms) }
+const log = pino({ level: 'silent' })
+const REQUEST = { endpoint: 'users', log } as const
+
+function cacheOn(options: { ttlSeconds: number; maxBytes?: number; staleSeconds?: number; reserve?: number }) {
+  let clock = 1_700_000_000_000
+  const now = () => clock
+  const budget = new RateLimitBudget({ reserve: options.reserve ?? 0.1, now })
+  const results: string[] = []
+  const cache = new ResponseCache({
+    ttlSeconds: options.ttlSeconds,
+    staleSeconds: options.staleSeconds ?? 3_600,
+    maxBytes: options.maxBytes ?? 1_000,
+    now,
+    budget,
+    waitMs: 1_000,
+    onResult: (endpoint, result) => results.push(`${endpoint}:${result}`),
+  })
+  const get = (key: string, produce: () => Promise<ProducedAnswer>) => cache.get(key, produce, REQUEST)
+  return { cache, budget, get, results, now, advance: (ms: number) => (clock += ms) }
 }
 
 const produced = (body: string, partial: string[] = []) => async () => ({ body, partial })
+const failing = (error: Error) => () => Promise.reject(error)
 
 t.test('an answer is kept for the TTL, then produced again', async (t) => {
-  const { cache, advance } = cacheOn({ ttlSeconds: 10, maxBytes: 1_000 })
+  const { get, advance } = cacheOn({ ttlSeconds: 10 })
   let productions = 0
   const produce = async () => ({ body: `answer ${++productions}`, partial: [] })
-  t.equal((await cache.get('k', produce)).body, 'answer 1')
+  t.equal((await get('k', produce)).response.body, 'answer 1')
   advance(10_000)
-  t.equal((await cache.get('k', produce)).body, 'answer 1', 'still fresh at exactly the TTL')
+  t.equal((await get('k', produce)).response.body, 'answer 1', 'still fresh at exactly the TTL')
   advance(1)
-  t.equal((await cache.get('k', produce)).body, 'answer 2')
+  const again = await get('k', produce)
+  t.equal(again.response.body, 'answer 2')
+  t.equal(again.result, 'revalidated', 'produced again over a kept answer')
+})
+
+t.test('each request is counted by how it was answered', async (t) => {
+  const { get, results, advance } = cacheOn({ ttlSeconds: 10 })
+  await get('k', produced('a'))
+  await get('k', produced('b'))
+  advance(10_001)
+  await get('k', produced('c'))
+  t.same(results, ['users:miss', 'users:hit', 'users:revalidated'])
 })
 
 t.test('memory is bounded: past maxBytes the least recently used answers are dropped', async (t) => {
-  const { cache } = cacheOn({ ttlSeconds: 60, maxBytes: 250 })
-  for (const key of ['a', 'b', 'c']) await cache.get(key, produced(key.repeat(100)))
+  const { get } = cacheOn({ ttlSeconds: 60, maxBytes: 250 })
+  for (const key of ['a', 'b', 'c']) await get(key, produced(key.repeat(100)))
   let reproduced = false
-  await cache.get('a', async () => ((reproduced = true), { body: 'a'.repeat(100), partial: [] }))
+  await get('a', async () => ((reproduced = true), { body: 'a'.repeat(100), partial: [] }))
   t.ok(reproduced, 'the oldest answer was dropped to stay within 250 bytes')
   let kept = true
-  await cache.get('c', async () => ((kept = false), { body: 'c', partial: [] }))
+  await get('c', async () => ((kept = false), { body: 'c', partial: [] }))
   t.ok(kept, 'the newest is still there')
 })
 
 t.test('an answer larger than the whole budget is served but not kept', async (t) => {
-  const { cache } = cacheOn({ ttlSeconds: 60, maxBytes: 10 })
-  t.equal((await cache.get('big', produced('x'.repeat(50)))).body, 'x'.repeat(50))
-  t.equal((await cache.get('big', produced('again'))).body, 'again')
+  const { get } = cacheOn({ ttlSeconds: 60, maxBytes: 10 })
+  t.equal((await get('big', produced('x'.repeat(50)))).response.body, 'x'.repeat(50))
+  t.equal((await get('big', produced('again'))).response.body, 'again')
 })
 
-t.test('concurrent gets of one key share one production', async (t) => {
-  const { cache } = cacheOn({ ttlSeconds: 60, maxBytes: 1_000 })
+t.test('concurrent gets of one key share one production, the others counted as collapsed', async (t) => {
+  const { get, results } = cacheOn({ ttlSeconds: 60 })
   let productions = 0
   const slow = async () => {
     productions += 1
-    await new Promise((resolve) => setTimeout(resolve, 20))
+    await new Promise((resolve) => setImmediate(resolve))
     return { body: 'shared', partial: [] }
   }
-  const answers = await Promise.all(Array.from({ length: 50 }, () => cache.get('k', slow)))
+  const answers = await Promise.all(Array.from({ length: 50 }, () => get('k', slow)))
   t.equal(productions, 1)
-  t.ok(answers.every((answer) => answer === answers[0]))
+  t.ok(answers.every((answer) => answer.response === answers[0]!.response))
+  t.equal(answers.filter((answer) => answer.result === 'collapsed').length, 49)
+  t.equal(results.filter((result) => result === 'users:collapsed').length, 49)
 })
 
-t.test('with TTL 0 nothing is kept, but concurrent gets still share one production', async (t) => {
-  const { cache } = cacheOn({ ttlSeconds: 0, maxBytes: 1_000 })
+t.test('with TTL 0 nothing is answered fresh, but concurrent gets still share one production', async (t) => {
+  const { get } = cacheOn({ ttlSeconds: 0 })
   let productions = 0
   const produce = async () => ({ body: `answer ${++productions}`, partial: [] })
-  await Promise.all([cache.get('k', produce), cache.get('k', produce)])
+  await Promise.all([get('k', produce), get('k', produce)])
   t.equal(productions, 1)
-  await cache.get('k', produce)
+  await get('k', produce)
   t.equal(productions, 2)
 })
 
-t.test('partial answers and failures are not kept', async (t) => {
-  const { cache } = cacheOn({ ttlSeconds: 60, maxBytes: 1_000 })
-  await cache.get('p', produced('partial', ['totalPRs']))
-  t.equal((await cache.get('p', produced('complete'))).body, 'complete')
-  await t.rejects(cache.get('f', async () => Promise.reject(new Error('upstream down'))))
-  t.equal((await cache.get('f', produced('recovered'))).body, 'recovered')
+t.test('partial answers whose searches failed for a reason other than the budget are not kept, nor are failures', async (t) => {
+  const { get } = cacheOn({ ttlSeconds: 60 })
+  const partial = await get('p', produced('partial', ['totalPRs']))
+  t.equal(partial.stored, false)
+  t.equal((await get('p', produced('complete'))).response.body, 'complete')
+  await t.rejects(get('f', failing(new UpstreamFailure('upstream down'))))
+  t.equal((await get('f', produced('recovered'))).response.body, 'recovered')
+})
+
+t.test('a partial answer is kept while the search budget is spent, for the shorter of the TTL and the reset', async (t) => {
+  const { get, budget, advance, now } = cacheOn({ ttlSeconds: 60 })
+  budget.record('/search/issues', { 'x-ratelimit-remaining': '0', 'x-ratelimit-reset': String(now() / 1000 + 20), 'x-ratelimit-limit': '10' })
+  const first = await get('p', produced('partial', ['totalIssues']))
+  t.equal(first.stored, true)
+  advance(19_000)
+  const reused = await get('p', produced('should not be asked'))
+  t.equal(reused.response.body, 'partial')
+  t.equal(reused.result, 'hit')
+  advance(1_001)
+  t.equal((await get('p', produced('complete'))).response.body, 'complete', 'asked again once the search budget reset')
+})
+
+t.test('stale-if-error: a failure other than 404 sends the last answer, within TTL + staleSeconds', async (t) => {
+  const { get, advance, cache } = cacheOn({ ttlSeconds: 60, staleSeconds: 100 })
+  await get('k', produced('last good'))
+  advance(60_001)
+  const stale = await get('k', failing(new UpstreamFailure('Upstream responded 502: Bad Gateway', 502)))
+  t.equal(stale.response.body, 'last good')
+  t.equal(stale.result, 'stale')
+  t.equal(stale.staleBecause, 'stale-if-error')
+  t.equal(stale.failedStatus, 502)
+  t.equal(cache.ageOf(stale.response), 60)
+  advance(100_000)
+  await t.rejects(get('k', failing(new UpstreamFailure('down'))), 'past TTL + staleSeconds nothing is left to send')
+})
+
+t.test('stale-if-error covers rate limits, timeouts and connection errors alike', async (t) => {
+  const { get, advance } = cacheOn({ ttlSeconds: 60 })
+  await get('k', produced('last good'))
+  advance(60_001)
+  const limited = await get('k', failing(new UpstreamRateLimited('Upstream responded 429', 60, 429)))
+  t.equal(limited.failedStatus, 429)
+  const timedOut = await get('k', failing(new UpstreamFailure('Upstream did not answer within 10 ms')))
+  t.equal(timedOut.result, 'stale')
+  t.equal(timedOut.failedStatus, undefined, 'no upstream status to name')
+})
+
+t.test('a call the budget stopped mid-production sends the stale answer as a budget one', async (t) => {
+  const { get, advance } = cacheOn({ ttlSeconds: 60 })
+  await get('k', produced('last good'))
+  advance(60_001)
+  const stale = await get('k', failing(BudgetSpent.until(Date.now() + 5_000, Date.now())))
+  t.equal(stale.staleBecause, 'budget')
+})
+
+t.test('a 404 drops the stale answer and is answered 404', async (t) => {
+  const { get, advance } = cacheOn({ ttlSeconds: 60 })
+  await get('k', produced('used to exist'))
+  advance(60_001)
+  await t.rejects(get('k', failing(new UpstreamNotFound('gone', 404))), UpstreamNotFound)
+  await t.rejects(get('k', failing(new UpstreamFailure('down', 502))), UpstreamFailure, 'nothing stale is left after the 404')
+})
+
+t.test('a fault of our own is not covered by a stale answer', async (t) => {
+  const { get, advance } = cacheOn({ ttlSeconds: 60 })
+  await get('k', produced('last good'))
+  advance(60_001)
+  await t.rejects(get('k', failing(new TypeError('bug'))), TypeError)
+})
+
+t.test('FORGE_STALE_SECONDS=0 never sends a stale answer', async (t) => {
+  const { get, advance } = cacheOn({ ttlSeconds: 60, staleSeconds: 0 })
+  await get('k', produced('last good'))
+  advance(60_001)
+  await t.rejects(get('k', failing(new UpstreamFailure('down', 502))))
+})
+
+t.test('a spent core budget answers known keys stale and others BudgetSpent, without producing', async (t) => {
+  const { get, budget, advance, now } = cacheOn({ ttlSeconds: 60 })
+  await get('known', produced('known answer'))
+  advance(60_001)
+  budget.record('/users/x', { 'x-ratelimit-remaining': '0', 'x-ratelimit-reset': String(Math.floor(now() / 1000) + 30), 'x-ratelimit-limit': '60' })
+  let produced_ = 0
+  const counting = async () => ((produced_ += 1), { body: 'fresh', partial: [] })
+  const known = await get('known', counting)
+  t.equal(known.result, 'stale')
+  t.equal(known.staleBecause, 'budget')
+  const error = await get('unknown', counting).catch((caught: unknown) => caught)
+  t.match(error, { name: 'BudgetSpent', retryAfterSeconds: 30 })
+  t.equal(produced_, 0, 'nothing was produced')
+})
+
+t.test('below the reserve, known keys are answered stale without asking, unknown ones are produced', async (t) => {
+  const { get, budget, advance, now } = cacheOn({ ttlSeconds: 60, reserve: 0.1 })
+  await get('known', produced('known answer'))
+  advance(60_001)
+  budget.record('/users/x', { 'x-ratelimit-remaining': '499', 'x-ratelimit-reset': String(Math.floor(now() / 1000) + 600), 'x-ratelimit-limit': '5000' })
+  const known = await get('known', produced('should not be asked'))
+  t.equal(known.response.body, 'known answer')
+  t.equal(known.staleBecause, 'budget')
+  t.equal((await get('new', produced('new answer'))).response.body, 'new answer')
 })
 
 t.test('secondsLeft counts down whole seconds to the expiry and never below 0', async (t) => {
-  const { cache, advance } = cacheOn({ ttlSeconds: 60, maxBytes: 1_000 })
-  const answer = await cache.get('k', produced('x'))
-  t.equal(cache.secondsLeft(answer), 60)
+  const { get, cache, advance } = cacheOn({ ttlSeconds: 60 })
+  const { response } = await get('k', produced('x'))
+  t.equal(cache.secondsLeft(response), 60)
   advance(30_500)
-  t.equal(cache.secondsLeft(answer), 29)
+  t.equal(cache.secondsLeft(response), 29)
   advance(60_000)
-  t.equal(cache.secondsLeft(answer), 0)
+  t.equal(cache.secondsLeft(response), 0)
 })
 
 t.test('the ETag is a strong validator that changes with the body', async (t) => {
-  const { cache } = cacheOn({ ttlSeconds: 0, maxBytes: 1_000 })
-  const one = await cache.get('a', produced('{"v":1}'))
-  const same = await cache.get('b', produced('{"v":1}'))
-  const other = await cache.get('c', produced('{"v":2}'))
+  const { get } = cacheOn({ ttlSeconds: 0 })
+  const one = (await get('a', produced('{"v":1}'))).response
+  const same = (await get('b', produced('{"v":1}'))).response
+  const other = (await get('c', produced('{"v":2}'))).response
   t.match(one.etag, /^"[^"]+"$/)
   t.equal(one.etag, same.etag)
   t.not(one.etag, other.etag)
-})
-
-t.test('without a clock of its own the cache uses the monotonic clock', async (t) => {
-  const cache = new ResponseCache({ ttlSeconds: 60, maxBytes: 1_000 })
-  const answer = await cache.get('k', produced('x'))
-  t.equal((await cache.get('k', produced('y'))).body, 'x')
-  t.ok(cache.secondsLeft(answer) >= 59)
 })

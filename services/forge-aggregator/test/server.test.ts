@@ -1,7 +1,7 @@
 import t from 'tap'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { fileURLToPath } from 'node:url'
-import { LISTENING, eventually, isListening, runServiceSource } from '@repo/test-support'
+import { LISTENING, eventually, isListening, runServiceSource, startPrivateRedis } from '@repo/test-support'
 import { startLocalUpstream } from './helpers/local-upstream.ts'
 import { answerRepository, REPOSITORY_COUNTS as COUNTS } from './helpers/repository-upstream.ts'
 
@@ -71,6 +71,29 @@ t.test('SIGTERM: in-flight requests finish with their normal answers, new connec
   }
   t.equal(await server.exited, 0)
   t.ok(Date.now() - sentAt < 10_000, 'exited within 10 s')
+})
+
+t.test('with REDIS_URL two processes share one cache: an answer one produced costs the other no upstream call', async (t) => {
+  const redis = await startPrivateRedis()
+  t.teardown(() => redis.dispose())
+  const upstream = await startLocalUpstream(t, answerRepository('octocat'))
+  const env = { HOST: '127.0.0.1', PORT: '0', FORGE_API_URL: upstream.url, REDIS_URL: `redis://127.0.0.1:${redis.port}` }
+  const replicas = [runServer(env), runServer(env)]
+  t.teardown(() => replicas.forEach((replica) => replica.child.kill('SIGKILL')))
+  const ports = await Promise.all(replicas.map(async (replica) => (await replica.waitFor(LISTENING))[1]))
+  await Promise.all(replicas.map((replica) => replica.waitFor(/"msg":"shared cache ready"/)))
+
+  for (const port of ports) {
+    const res = await fetch(`http://127.0.0.1:${port}/api/forge/repos?repo_name=hello-world`)
+    t.equal(res.status, 200)
+    t.same(await res.json(), COUNTS)
+  }
+  t.equal(upstream.requests.length, 1, 'the second process answered from the shared cache')
+
+  for (const replica of replicas) {
+    replica.child.kill('SIGTERM')
+    t.equal(await replica.exited, 0)
+  }
 })
 
 /** Whether new connections are refused, once the listener has had a moment to close. */

@@ -15,7 +15,7 @@ import { fileURLToPath } from 'node:url'
 import { setTimeout as sleep } from 'node:timers/promises'
 import autocannon from 'autocannon'
 import { createClient } from 'redis'
-import { startPrivateRedis } from '../test/helpers/redis-server.ts'
+import { startPrivateRedis } from '@repo/test-support'
 import { NEW_ITEM, PREFILLED_NAMES } from './names.ts'
 
 const SERVICE_ROOT = fileURLToPath(new URL('..', import.meta.url))

@@ -5,7 +5,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { buildApp } from '../src/app.ts'
 import { createRedisItemStore } from '../src/item-store.ts'
 import { buildWithRedis, silentLogger, waitUntilReady } from './helpers/build.ts'
-import { createPrivateRedis } from './helpers/redis-server.ts'
+import { createPrivateRedis } from '@repo/test-support'
 
 const FAIL_FAST_MS = 1_000
 const STORE_UNAVAILABLE = { detail: 'Item store unavailable' }

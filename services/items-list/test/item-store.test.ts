@@ -2,7 +2,7 @@ import t from 'tap'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { createRedisItemStore, StoreUnavailableError } from '../src/item-store.ts'
 import { silentLogger, waitUntilReady } from './helpers/build.ts'
-import { startPrivateRedis } from './helpers/redis-server.ts'
+import { startPrivateRedis } from '@repo/test-support'
 
 const redis = await startPrivateRedis()
 t.teardown(() => redis.dispose())

@@ -1,8 +1,7 @@
 import t from 'tap'
-import { testProductionBundle, waitForStatus } from '@repo/test-support'
+import { startPrivateRedis, testProductionBundle, waitForStatus } from '@repo/test-support'
 import { ItemsListConfig } from '../src/config.ts'
 import { connectInspector } from './helpers/build.ts'
-import { startPrivateRedis } from './helpers/redis-server.ts'
 
 await testProductionBundle(t, {
   service: 'items-list',

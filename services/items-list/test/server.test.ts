@@ -3,9 +3,8 @@ import { connect, type Socket } from 'node:net'
 import { once } from 'node:events'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { fileURLToPath } from 'node:url'
-import { LISTENING, eventually, isListening, runServiceSource, waitForStatus } from '@repo/test-support'
+import { LISTENING, createPrivateRedis, eventually, isListening, runServiceSource, startPrivateRedis, waitForStatus } from '@repo/test-support'
 import { connectInspector, type Inspector } from './helpers/build.ts'
-import { createPrivateRedis, startPrivateRedis } from './helpers/redis-server.ts'
 
 const SERVICE_ROOT = fileURLToPath(new URL('..', import.meta.url))
 const runServer = (env: Record<string, string>) => runServiceSource(SERVICE_ROOT, env)

@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from '@sinclair/typebox'
-import { sendCachedResponse } from '../http-caching.ts'
+import { sendCachedAnswer } from '../http-caching.ts'
 import { ErrorBody, FailureBody, NotModified } from './common.schema.ts'
 import { RepositoryCounts, RepositoryList, ReposQuery } from './repos.schema.ts'
 import { orUpstreamAnswer } from './upstream-answers.ts'
@@ -31,17 +31,27 @@ export const repoRoutes: FastifyPluginAsyncTypebox<ForgeRouteOptions> = async (a
     async (request, reply) => {
       const owner = defaultUser.toLowerCase()
       const repo = request.query.repo_name
-      const response =
+      const serialize = (value: RepositoryCounts | RepositoryList) => reply.serializeInput(value, '200') as string
+      const { key, messages, produce } =
         repo === undefined
-          ? await cache.get(`repos/${owner}`, async () => {
-              const list = await orUpstreamAnswer(service.repositoryList(defaultUser), REPOSITORY_LIST)
-              return { body: reply.serializeInput(list, '200') as string, partial: [] }
-            })
-          : await cache.get(`repo/${owner}/${repo.toLowerCase()}`, async () => {
-              const counts = await orUpstreamAnswer(service.repositoryCounts(defaultUser, repo), ONE_REPOSITORY)
-              return { body: reply.serializeInput(counts, '200') as string, partial: [] }
-            })
-      return sendCachedResponse(request, reply, cache, response)
+          ? {
+              key: `repos/${owner}`,
+              messages: REPOSITORY_LIST,
+              produce: async () => {
+                const list = await service.repositoryList(defaultUser, request.log)
+                return { body: serialize(list), partial: [], isPrivate: list.repos.some((repository) => repository.isPrivate) }
+              },
+            }
+          : {
+              key: `repo/${owner}/${repo.toLowerCase()}`,
+              messages: ONE_REPOSITORY,
+              produce: async () => {
+                const { counts, isPrivate } = await service.repositoryCounts(defaultUser, repo, request.log)
+                return { body: serialize(counts), partial: [], isPrivate }
+              },
+            }
+      const answer = await orUpstreamAnswer(cache.get(key, produce, { endpoint: 'repos', log: request.log }), messages)
+      return sendCachedAnswer(request, reply, cache, answer)
     },
   )
 }

@@ -1,5 +1,6 @@
 import { HttpError } from '@repo/http-errors'
-import { UpstreamFailure, UpstreamNotFound, UpstreamRateLimited } from '../upstream-errors.ts'
+import { CACHE_NAME } from '../http-caching.ts'
+import { BudgetSpent, UpstreamFailure, UpstreamNotFound, UpstreamRateLimited } from '../upstream-errors.ts'
 
 /** What an endpoint says when the upstream fails it: the spec's messages per endpoint. */
 export interface FailureMessages {
@@ -20,15 +21,22 @@ export async function orUpstreamAnswer<T>(call: Promise<T>, messages: FailureMes
   }
 }
 
+/** `Cache-Status` of an error: the upstream was asked and failed, or the budget forbade asking. */
+const FORWARDED = { 'cache-status': `${CACHE_NAME}; fwd=miss` }
+const NOT_FORWARDED = { 'cache-status': `${CACHE_NAME}; detail=budget` }
+
 /** The HTTP answer to an upstream error; any other error is returned unchanged (a 500 of ours). */
 function answerForUpstreamError(error: unknown, messages: FailureMessages): unknown {
-  if (error instanceof UpstreamNotFound) return new HttpError(404, { error: messages.notFound }, { cause: error })
+  if (error instanceof UpstreamNotFound) return new HttpError(404, { error: messages.notFound }, { headers: FORWARDED, cause: error })
   if (error instanceof UpstreamRateLimited) {
-    const headers = error.retryAfterSeconds === undefined ? {} : { 'retry-after': String(error.retryAfterSeconds) }
+    const headers = {
+      ...(error instanceof BudgetSpent ? NOT_FORWARDED : FORWARDED),
+      ...(error.retryAfterSeconds === undefined ? {} : { 'retry-after': String(error.retryAfterSeconds) }),
+    }
     return new HttpError(403, { error: RATE_LIMITED }, { headers, cause: error })
   }
   if (error instanceof UpstreamFailure) {
-    return new HttpError(500, { error: messages.failure, details: error.message }, { cause: error })
+    return new HttpError(500, { error: messages.failure, details: error.message }, { headers: FORWARDED, cause: error })
   }
   return error
 }

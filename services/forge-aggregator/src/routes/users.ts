@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { ForgeService } from '../forge-service.ts'
 import type { ResponseCache } from '../response-cache.ts'
-import { sendCachedResponse } from '../http-caching.ts'
+import { sendCachedAnswer } from '../http-caching.ts'
 import { ErrorBody, FailureBody, NotModified } from './common.schema.ts'
 import { orUpstreamAnswer } from './upstream-answers.ts'
 import { UserOverview, UsersQuery } from './users.schema.ts'
@@ -29,11 +29,12 @@ export const userRoutes: FastifyPluginAsyncTypebox<ForgeRouteOptions> = async (a
     async (request, reply) => {
       const login = request.query.user_name ?? defaultUser
       // Logins are case-insensitive upstream: one cache entry per user, however it is spelled.
-      const response = await cache.get(`users/${login.toLowerCase()}`, async () => {
-        const { overview, missing } = await orUpstreamAnswer(service.userOverview(login), MESSAGES)
+      const produce = async () => {
+        const { overview, missing } = await service.userOverview(login, request.log)
         return { body: reply.serializeInput(overview, '200') as string, partial: missing }
-      })
-      return sendCachedResponse(request, reply, cache, response)
+      }
+      const answer = await orUpstreamAnswer(cache.get(`users/${login.toLowerCase()}`, produce, { endpoint: 'users', log: request.log }), MESSAGES)
+      return sendCachedAnswer(request, reply, cache, answer)
     },
   )
 }

@@ -5,7 +5,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import type { FastifyInstance } from 'fastify'
 import { buildApp, type AppConfig } from '../../src/app.ts'
 import { createRedisItemStore, type ItemStore } from '../../src/item-store.ts'
-import { startPrivateRedis, type PrivateRedis } from './redis-server.ts'
+import { startPrivateRedis, type PrivateRedis } from '@repo/test-support'
 
 export const ITEMS_KEY = 'items'
 

@@ -4,7 +4,7 @@ import { mkdtemp, rm } from 'node:fs/promises'
 import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { eventually, isListening } from '@repo/test-support'
+import { eventually, isListening } from './process.ts'
 
 /**
  * A private redis-server on a free port, owned by one test file, that a test may stop, restart
@@ -26,7 +26,7 @@ export interface PrivateRedis {
 /** A private Redis, not yet started: for tests of a service that starts before its Redis. */
 export async function createPrivateRedis(extraArgs: string[] = []): Promise<PrivateRedis> {
   const port = await findFreePort()
-  const dir = await mkdtemp(join(tmpdir(), 'items-list-redis-'))
+  const dir = await mkdtemp(join(tmpdir(), 'private-redis-'))
   let child: ChildProcess | undefined
 
   const redis: PrivateRedis = {

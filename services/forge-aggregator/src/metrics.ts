@@ -1,0 +1,76 @@
+import { Counter, Gauge, Histogram, type Registry } from 'prom-client'
+import type { BudgetState, RateLimitResource } from './rate-limit-budget.ts'
+import type { CacheResult, Endpoint } from './response-cache.ts'
+
+/** What the upstream client reports (DESIGN §8): its calls, their cost, and the budget they leave. */
+export interface UpstreamMetrics {
+  /** One call answered `status` (an HTTP code, or `error` when no answer came) after `seconds`. */
+  observeCall: (resource: RateLimitResource, status: number | 'error', seconds: number) => void
+  /** What the upstream last said of a resource's rate limit. */
+  observeBudget: (resource: RateLimitResource, state: BudgetState) => void
+}
+
+/** Registers the upstream metrics on `registry` (one per app: tests build several in one process). */
+export function createUpstreamMetrics(registry: Registry): UpstreamMetrics {
+  const requests = new Counter({
+    name: 'forge_upstream_requests_total',
+    help: 'Upstream calls made, by rate-limit resource and answer status (error: no answer)',
+    labelNames: ['resource', 'status'] as const,
+    registers: [registry],
+  })
+  const duration = new Histogram({
+    name: 'forge_upstream_request_duration_seconds',
+    help: 'Time from sending an upstream call to having its whole answer',
+    labelNames: ['resource'] as const,
+    buckets: [0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    registers: [registry],
+  })
+  const remaining = new Gauge({
+    name: 'forge_ratelimit_remaining',
+    help: 'Calls the upstream says are left in the current rate-limit window',
+    labelNames: ['resource'] as const,
+    registers: [registry],
+  })
+  const reset = new Gauge({
+    name: 'forge_ratelimit_reset_timestamp_seconds',
+    help: 'When the upstream refills the rate limit (Unix time)',
+    labelNames: ['resource'] as const,
+    registers: [registry],
+  })
+  return {
+    observeCall: (resource, status, seconds) => {
+      requests.inc({ resource, status: String(status) })
+      duration.observe({ resource }, seconds)
+    },
+    observeBudget: (resource, state) => {
+      // A remaining count the upstream never sent is unknown, not "millions left".
+      if (state.remaining !== Number.MAX_SAFE_INTEGER) remaining.set({ resource }, state.remaining)
+      if (state.resetAt > 0) reset.set({ resource }, state.resetAt / 1000)
+    },
+  }
+}
+
+const ENDPOINTS: readonly Endpoint[] = ['users', 'repos']
+const RESULTS: readonly CacheResult[] = ['hit', 'miss', 'collapsed', 'revalidated', 'stale']
+
+/**
+ * Registers `forge_cache_results_total` on `registry` and returns the function that counts one
+ * answer. Every series exists from the start (at 0), and each is bound once: a cache hit costs
+ * one increment, not a label lookup.
+ */
+export function createCacheResultCounter(registry: Registry): (endpoint: Endpoint, result: CacheResult) => void {
+  const results = new Counter({
+    name: 'forge_cache_results_total',
+    help: 'Answers by endpoint and how the cache obtained them',
+    labelNames: ['endpoint', 'result'] as const,
+    registers: [registry],
+  })
+  const seriesOf = (endpoint: Endpoint, result: CacheResult) => {
+    results.inc({ endpoint, result }, 0)
+    return results.labels({ endpoint, result })
+  }
+  const series = Object.fromEntries(
+    ENDPOINTS.map((endpoint) => [endpoint, Object.fromEntries(RESULTS.map((result) => [result, seriesOf(endpoint, result)]))]),
+  ) as Record<Endpoint, Record<CacheResult, { inc(): void }>>
+  return (endpoint, result) => series[endpoint][result].inc()
+}

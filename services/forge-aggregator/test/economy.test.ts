@@ -1,0 +1,218 @@
+import t from 'tap'
+import nock from 'nock'
+import { buildAggregator } from './helpers/build.ts'
+import { API, RESOURCE_HEADERS, SEARCH_HEADERS, fixtures, mockSearch, mockUser, recordUnexpectedCalls } from './helpers/upstream.ts'
+
+t.afterEach(() => {
+  nock.cleanAll()
+})
+
+const TTL_MS = 60_000
+const usersUrl = (login: string) => `/api/forge/users?user_name=${login}`
+
+/** Every upstream call answers `status` from now on. */
+function upstreamAnswersEverything(status: number, body: object, headers: Record<string, string> = {}): nock.Scope {
+  return nock(API).get(/.*/).query(true).reply(status, body, headers).persist()
+}
+
+t.test('Cache-Status says how each answer was obtained (RFC 9211)', async (t) => {
+  const { app, advanceClock } = await buildAggregator(t)
+  mockUser({ login: 'mona' })
+  const produced = await app.inject({ method: 'GET', url: usersUrl('mona') })
+  t.equal(produced.headers['cache-status'], 'forge-aggregator; fwd=miss; stored')
+  advanceClock(15_000)
+  const hit = await app.inject({ method: 'GET', url: usersUrl('mona') })
+  t.equal(hit.headers['cache-status'], 'forge-aggregator; hit; ttl=45')
+  advanceClock(TTL_MS)
+  mockUser({ login: 'mona' })
+  const revalidated = await app.inject({ method: 'GET', url: usersUrl('mona') })
+  t.equal(revalidated.headers['cache-status'], 'forge-aggregator; fwd=stale; stored')
+})
+
+t.test('a request that waited on another one’s production says collapsed', async (t) => {
+  const { app } = await buildAggregator(t)
+  nock(API).get('/repos/octocat/hello').delay(30).reply(200, fixtures.repository, RESOURCE_HEADERS)
+  const answers = await Promise.all([1, 2, 3].map(() => app.inject({ method: 'GET', url: '/api/forge/repos?repo_name=hello' })))
+  t.same(answers.map((res) => res.headers['cache-status']).sort(), [
+    'forge-aggregator; fwd=miss; collapsed',
+    'forge-aggregator; fwd=miss; collapsed',
+    'forge-aggregator; fwd=miss; stored',
+  ])
+})
+
+t.test('errors say the upstream was asked (Cache-Status fwd=miss)', async (t) => {
+  const { app } = await buildAggregator(t)
+  nock(API).get('/repos/octocat/gone').reply(404, { message: 'Not Found' })
+  const res = await app.inject({ method: 'GET', url: '/api/forge/repos?repo_name=gone' })
+  t.equal(res.statusCode, 404)
+  t.equal(res.headers['cache-status'], 'forge-aggregator; fwd=miss')
+})
+
+t.test('stale-if-error: the whole upstream answering 502 past the TTL sends the last answer with Age', async (t) => {
+  const { app, advanceClock } = await buildAggregator(t)
+  mockUser({ login: 'mona' })
+  const before = await app.inject({ method: 'GET', url: usersUrl('mona') })
+  advanceClock(TTL_MS + 30_000)
+  upstreamAnswersEverything(502, { message: 'Bad Gateway' })
+  const res = await app.inject({ method: 'GET', url: usersUrl('mona') })
+  t.equal(res.statusCode, 200)
+  t.equal(res.body, before.body)
+  t.equal(res.headers.age, '90')
+  t.equal(res.headers['cache-control'], 'public, max-age=0')
+  t.equal(res.headers['cache-status'], 'forge-aggregator; hit; fwd=stale; fwd-status=502; detail=stale-if-error')
+  t.equal(res.headers.etag, before.headers.etag)
+})
+
+t.test('stale-if-error covers an upstream that cannot be reached, without fwd-status', async (t) => {
+  const { app, advanceClock } = await buildAggregator(t)
+  nock(API).get('/repos/octocat/hello').reply(200, fixtures.repository, RESOURCE_HEADERS)
+  await app.inject({ method: 'GET', url: '/api/forge/repos?repo_name=hello' })
+  advanceClock(TTL_MS + 1)
+  nock(API).get('/repos/octocat/hello').times(3).replyWithError('socket went away')
+  const res = await app.inject({ method: 'GET', url: '/api/forge/repos?repo_name=hello' })
+  t.equal(res.statusCode, 200)
+  t.equal(res.headers['cache-status'], 'forge-aggregator; hit; fwd=stale; detail=stale-if-error')
+})
+
+t.test('past TTL + FORGE_STALE_SECONDS the failure is answered as it is', async (t) => {
+  const { app, advanceClock } = await buildAggregator(t, { config: { FORGE_STALE_SECONDS: 100 } })
+  nock(API).get('/repos/octocat/hello').reply(200, fixtures.repository, RESOURCE_HEADERS)
+  await app.inject({ method: 'GET', url: '/api/forge/repos?repo_name=hello' })
+  advanceClock(TTL_MS + 100_001)
+  upstreamAnswersEverything(502, { message: 'Bad Gateway' })
+  const res = await app.inject({ method: 'GET', url: '/api/forge/repos?repo_name=hello' })
+  t.equal(res.statusCode, 500)
+})
+
+t.test('a 404 past the TTL is answered 404 and drops the stale answer', async (t) => {
+  const { app, advanceClock } = await buildAggregator(t)
+  nock(API).get('/repos/octocat/hello').reply(200, fixtures.repository, RESOURCE_HEADERS)
+  await app.inject({ method: 'GET', url: '/api/forge/repos?repo_name=hello' })
+  advanceClock(TTL_MS + 1)
+  nock(API).get('/repos/octocat/hello').reply(404, { message: 'Not Found' })
+  const gone = await app.inject({ method: 'GET', url: '/api/forge/repos?repo_name=hello' })
+  t.equal(gone.statusCode, 404)
+  upstreamAnswersEverything(502, { message: 'Bad Gateway' })
+  const after = await app.inject({ method: 'GET', url: '/api/forge/repos?repo_name=hello' })
+  t.equal(after.statusCode, 500, 'nothing stale was left to send')
+})
+
+t.test('core budget exhausted: known users get their stale answer, new users 403 with Retry-After, and no call is made', async (t) => {
+  const { app, advanceClock, now } = await buildAggregator(t)
+  mockUser({ login: 'known' })
+  await app.inject({ method: 'GET', url: usersUrl('known') })
+  advanceClock(TTL_MS + 1)
+
+  const reset = Math.floor(now() / 1000) + 600
+  const spent = { 'x-ratelimit-remaining': '0', 'x-ratelimit-reset': String(reset), 'x-ratelimit-limit': '60', 'x-ratelimit-resource': 'core' }
+  const first = nock(API).get('/users/newcomer').reply(403, { message: 'API rate limit exceeded for 203.0.113.7.' }, spent)
+  nock(API).get(/\/users\/newcomer\/.*/).query(true).reply(403, { message: 'API rate limit exceeded' }, spent).persist()
+  mockSearch(nock(API), 'newcomer', 'issue', 1)
+  mockSearch(nock(API), 'newcomer', 'pr', 1)
+  const limited = await app.inject({ method: 'GET', url: usersUrl('newcomer') })
+  t.equal(limited.statusCode, 403)
+  first.done()
+  nock.cleanAll()
+
+  const unexpected = recordUnexpectedCalls(t)
+  for (let index = 0; index < 5; index++) {
+    const known = await app.inject({ method: 'GET', url: usersUrl('known') })
+    t.equal(known.statusCode, 200)
+    t.equal(known.headers['cache-status'], 'forge-aggregator; hit; fwd=stale; detail=budget')
+    const unknown = await app.inject({ method: 'GET', url: usersUrl(`new-${index}`) })
+    t.equal(unknown.statusCode, 403)
+    t.same(unknown.json(), { error: 'API rate limit exceeded or access forbidden' })
+    t.equal(unknown.headers['retry-after'], '600')
+    t.equal(unknown.headers['cache-status'], 'forge-aggregator; detail=budget')
+  }
+  t.same(unexpected, [], 'not one call into the spent budget, not even a search')
+
+  advanceClock(600_001)
+  const resumed = mockUser({ login: 'known' })
+  const fresh = await app.inject({ method: 'GET', url: usersUrl('known') })
+  t.equal(fresh.headers['cache-status'], 'forge-aggregator; fwd=stale; stored', 'after the reset the upstream is asked again')
+  resumed.done()
+})
+
+t.test('below FORGE_BUDGET_RESERVE of the core limit, known users are served stale without revalidation; new users are answered', async (t) => {
+  const { app, advanceClock, now } = await buildAggregator(t, { budgetReserve: 0.1 })
+  const low = { ...RESOURCE_HEADERS, 'x-ratelimit-remaining': '400', 'x-ratelimit-limit': '5000', 'x-ratelimit-reset': String(Math.floor(now() / 1000) + 900) }
+  nock(API).get('/repos/octocat/known').reply(200, fixtures.repository, low)
+  await app.inject({ method: 'GET', url: '/api/forge/repos?repo_name=known' })
+  advanceClock(TTL_MS + 1)
+  const unexpected = recordUnexpectedCalls(t)
+  const known = await app.inject({ method: 'GET', url: '/api/forge/repos?repo_name=known' })
+  t.equal(known.statusCode, 200)
+  t.equal(known.headers['cache-status'], 'forge-aggregator; hit; fwd=stale; detail=budget')
+  t.equal(known.headers.age, '60')
+  t.same(unexpected, [])
+  const newcomer = nock(API).get('/repos/octocat/newcomer').reply(200, fixtures.repository, low)
+  const res = await app.inject({ method: 'GET', url: '/api/forge/repos?repo_name=newcomer' })
+  t.equal(res.statusCode, 200)
+  newcomer.done()
+})
+
+t.test('search budget exhausted: the partial answer is reused within the TTL, still no-store and X-Forge-Partial', async (t) => {
+  const { app, advanceClock, now } = await buildAggregator(t)
+  const reset = String(Math.floor(now() / 1000) + 30)
+  const scope = nock(API)
+  scope.get('/users/mona').reply(200, { ...fixtures.user, login: 'mona', public_repos: 0 }, RESOURCE_HEADERS)
+  scope.get('/users/mona/repos').query(true).reply(200, [], RESOURCE_HEADERS)
+  scope.get('/users/mona/followers').query(true).reply(200, [], RESOURCE_HEADERS)
+  scope
+    .get('/search/issues')
+    .query(true)
+    .times(2)
+    .reply(403, { message: 'API rate limit exceeded' }, { ...SEARCH_HEADERS, 'x-ratelimit-remaining': '0', 'x-ratelimit-reset': reset })
+  const first = await app.inject({ method: 'GET', url: usersUrl('mona') })
+  t.equal(first.headers['x-forge-partial'], 'totalIssues, totalPRs')
+  t.equal(first.headers['cache-status'], 'forge-aggregator; fwd=miss; stored')
+  scope.done()
+
+  const unexpected = recordUnexpectedCalls(t)
+  for (let index = 0; index < 20; index++) {
+    const again = await app.inject({ method: 'GET', url: usersUrl('mona') })
+    t.equal(again.body, first.body)
+    t.equal(again.headers['x-forge-partial'], 'totalIssues, totalPRs')
+    t.equal(again.headers['cache-control'], 'no-store')
+  }
+  t.same(unexpected, [], 'twenty repeats, no call')
+
+  advanceClock(30_001)
+  const complete = mockUser({ login: 'mona' })
+  const after = await app.inject({ method: 'GET', url: usersUrl('mona') })
+  t.equal(after.headers['x-forge-partial'], undefined, 'asked again once the search budget reset')
+  complete.done()
+})
+
+t.test('a partial answer because a search failed otherwise is not stored, and Cache-Status says so', async (t) => {
+  const { app, advanceClock } = await buildAggregator(t)
+  const partialUser = () => {
+    const scope = nock(API)
+    scope.get('/users/mona').reply(200, { ...fixtures.user, login: 'mona', public_repos: 0 }, RESOURCE_HEADERS)
+    scope.get('/users/mona/repos').query(true).reply(200, [], RESOURCE_HEADERS)
+    scope.get('/users/mona/followers').query(true).reply(200, [], RESOURCE_HEADERS)
+    scope.get('/search/issues').query(true).times(6).reply(503, { message: 'unavailable' })
+  }
+  partialUser()
+  const missed = await app.inject({ method: 'GET', url: usersUrl('mona') })
+  t.equal(missed.headers['cache-status'], 'forge-aggregator; fwd=miss')
+  nock.cleanAll()
+
+  mockUser({ login: 'mona' })
+  await app.inject({ method: 'GET', url: usersUrl('mona') })
+  advanceClock(TTL_MS + 1)
+  partialUser()
+  const revalidated = await app.inject({ method: 'GET', url: usersUrl('mona') })
+  t.equal(revalidated.headers['x-forge-partial'], 'totalIssues, totalPRs')
+  t.equal(revalidated.headers['cache-status'], 'forge-aggregator; fwd=stale')
+})
+
+t.test('every upstream line of a request carries its request id', async (t) => {
+  const { app, logLines } = await buildAggregator(t)
+  mockUser({ login: 'mona' })
+  await app.inject({ method: 'GET', url: usersUrl('mona') })
+  const upstreamLines = logLines.map((line) => JSON.parse(line) as { msg: string; reqId?: string }).filter((line) => line.msg === 'upstream call')
+  t.equal(upstreamLines.length, 5)
+  t.ok(upstreamLines.every((line) => typeof line.reqId === 'string' && line.reqId.length > 0))
+})
