@@ -110,11 +110,9 @@ export class ResponseCache {
    * rejected with (or `BudgetSpent`) when there is nothing to fall back on.
    */
   get(key: string, produce: () => Promise<ProducedAnswer>, request: CacheRequest): Promise<CacheAnswer> {
+    const fresh = this.fresh(key, request.endpoint)
+    if (fresh) return Promise.resolve(fresh)
     const kept = this.#local.get(key)
-    if (kept && this.#isFresh(kept)) {
-      this.#options.onResult?.(request.endpoint, 'hit')
-      return Promise.resolve({ response: kept, result: 'hit', stored: false })
-    }
 
     const pending = this.#inFlight.get(key)
     if (pending) return pending.then((answer) => this.#counted(request, asCollapsed(answer)))
@@ -122,6 +120,17 @@ export class ResponseCache {
     const production = this.#resolve(key, kept, produce, request).finally(() => this.#inFlight.delete(key))
     this.#inFlight.set(key, production)
     return production.then((answer) => this.#counted(request, answer))
+  }
+
+  /**
+   * The fresh answer for `key` from this process's memory, counted as a hit, or undefined.
+   * Synchronous: the most frequent answer costs no promise.
+   */
+  fresh(key: string, endpoint: Endpoint): CacheAnswer | undefined {
+    const kept = this.#local.get(key)
+    if (!kept || !this.#isFresh(kept)) return undefined
+    this.#options.onResult?.(endpoint, 'hit')
+    return { response: kept, result: 'hit', stored: false }
   }
 
   /** Seconds `response` stays fresh from now (what `Cache-Control: max-age` may promise). */

@@ -29,12 +29,14 @@ export const userRoutes: FastifyPluginAsyncTypebox<ForgeRouteOptions> = async (a
     async (request, reply) => {
       const login = request.query.user_name ?? defaultUser
       // Logins are case-insensitive upstream: one cache entry per user, however it is spelled.
-      const produce = async () => {
+      const key = `users/${login.toLowerCase()}`
+      const answer = cache.fresh(key, 'users') ?? (await orUpstreamAnswer(cache.get(key, produce, { endpoint: 'users', log: request.log }), MESSAGES))
+      return sendCachedAnswer(request, reply, cache, answer)
+
+      async function produce() {
         const { overview, missing } = await service.userOverview(login, request.log)
         return { body: reply.serializeInput(overview, '200') as string, partial: missing }
       }
-      const answer = await orUpstreamAnswer(cache.get(`users/${login.toLowerCase()}`, produce, { endpoint: 'users', log: request.log }), MESSAGES)
-      return sendCachedAnswer(request, reply, cache, answer)
     },
   )
 }
