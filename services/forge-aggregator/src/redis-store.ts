@@ -184,10 +184,15 @@ export function createRedisStore(options: RedisStoreOptions): SharedStore {
     waitForRelease(key, timeoutMs) {
       const cancelled = new AbortController()
       const signal = AbortSignal.any([cancelled.signal, AbortSignal.timeout(timeoutMs)])
-      const done = once(releases, key, { signal }).then(
-        () => true,
-        () => false,
-      )
+      // A Redis that hangs sends no error: while waiting, ask it now and then whether it still
+      // answers, so that a waiter is let go within a probe and a deadline, not FORGE_TIMEOUT_MS.
+      const watchdog = setInterval(() => void attempt(() => client.ping(), undefined), probeIntervalMs).unref()
+      const done = once(releases, key, { signal })
+        .then(
+          () => true,
+          () => false,
+        )
+        .finally(() => clearInterval(watchdog))
       return { done, cancel: () => cancelled.abort() }
     },
     async close() {
