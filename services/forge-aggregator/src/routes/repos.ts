@@ -4,7 +4,7 @@ import { sendCachedAnswer } from '../http-caching.ts'
 import type { ProducedAnswer } from '../response-cache.ts'
 import { ErrorBody, FailureBody, NotModified } from './common.schema.ts'
 import { RepositoryCounts, RepositoryList, ReposQuery } from './repos.schema.ts'
-import { orUpstreamAnswer } from './upstream-answers.ts'
+import { invalidRequest, orUpstreamAnswer } from './upstream-answers.ts'
 import type { ForgeRouteOptions } from './users.ts'
 
 const ONE_REPOSITORY = { notFound: 'Repository not found', failure: 'Failed to fetch repository' }
@@ -27,7 +27,7 @@ export const repoRoutes: FastifyPluginAsyncTypebox<ForgeRouteOptions> = async (a
           500: FailureBody,
         },
       },
-      schemaErrorFormatter: () => new Error('Invalid repo_name'),
+      schemaErrorFormatter: () => invalidRequest('Invalid repo_name'),
     },
     async (request, reply) => {
       const owner = defaultUser.toLowerCase()

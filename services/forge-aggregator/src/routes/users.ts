@@ -3,7 +3,7 @@ import type { ForgeService } from '../forge-service.ts'
 import type { ResponseCache } from '../response-cache.ts'
 import { sendCachedAnswer } from '../http-caching.ts'
 import { ErrorBody, FailureBody, NotModified } from './common.schema.ts'
-import { orUpstreamAnswer } from './upstream-answers.ts'
+import { invalidRequest, orUpstreamAnswer } from './upstream-answers.ts'
 import { UserOverview, UsersQuery } from './users.schema.ts'
 
 export interface ForgeRouteOptions {
@@ -24,7 +24,7 @@ export const userRoutes: FastifyPluginAsyncTypebox<ForgeRouteOptions> = async (a
         response: { 200: UserOverview, 304: NotModified, 400: ErrorBody, 403: ErrorBody, 404: ErrorBody, 500: FailureBody },
       },
       // The spec's words name the parameter, not the rule it broke.
-      schemaErrorFormatter: () => new Error('Invalid user_name'),
+      schemaErrorFormatter: () => invalidRequest('Invalid user_name'),
     },
     async (request, reply) => {
       const login = request.query.user_name ?? defaultUser
