@@ -137,7 +137,7 @@ export function createForgeClient(options: ForgeClientOptions): ForgeClient {
 
   function hold(target: string, body: HeldBody): void {
     held?.set(target, body)
-    shared?.set(`held:${target}`, JSON.stringify(body), SHARED_HELD_TTL_MS)
+    void shared?.set(`held:${target}`, JSON.stringify(body), SHARED_HELD_TTL_MS)
   }
 
   async function get<Body>(path: string, query?: Record<string, string | number>, log = options.logger): Promise<Body> {

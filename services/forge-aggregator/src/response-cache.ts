@@ -208,7 +208,7 @@ export class ResponseCache {
     const keepUntil = partial.length > 0 ? freshUntil : freshUntil + this.#staleMs
     const response: CachedResponse = { body, partial, isPrivate, etag: etagOf(body), producedAt: now, freshUntil, keepUntil }
     const stored = keepUntil > now && (partial.length === 0 || searchResumesAt !== undefined)
-    if (stored) this.#store(key, response)
+    if (stored) await this.#store(key, response)
     return { response, result: last ? 'revalidated' : 'miss', stored } satisfies CacheAnswer
   }
 
@@ -239,9 +239,13 @@ export class ResponseCache {
     return response.keepUntil > this.#options.now() ? response : undefined
   }
 
-  #store(key: string, response: CachedResponse): void {
+  /**
+   * Keeps `response` here and in the shared store, and resolves once the store has it: a request
+   * that follows this answer, on any replica, then finds it.
+   */
+  async #store(key: string, response: CachedResponse): Promise<void> {
     this.#keep(key, response)
-    this.#options.shared?.set(`answer:${key}`, JSON.stringify(response), response.keepUntil - this.#options.now())
+    await this.#options.shared?.set(`answer:${key}`, JSON.stringify(response), response.keepUntil - this.#options.now())
   }
 
   #keep(key: string, response: CachedResponse): void {

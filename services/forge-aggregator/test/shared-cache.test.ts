@@ -238,7 +238,7 @@ t.test('a store whose Redis never answers reads empty, takes no lock, and closes
   t.equal(store.isAvailable, false)
   t.equal(await store.get('answer:x'), undefined)
   t.equal(await store.lock('x', 1_000), undefined)
-  store.set('answer:x', 'value', 1_000)
+  await store.set('answer:x', 'value', 1_000)
   await store.close()
 })
 
