@@ -9,9 +9,15 @@ export const PRS_PER_USER = 42
 
 export type RouteName = 'user' | 'repos' | 'followers' | 'search'
 
-/** Calls answered since the last reset; `notModified` of them were 304s. */
+/**
+ * Calls answered since the last reset; `notModified` of them were 304s, `troubled` answered
+ * with the trouble status, `afterFirstTrouble` arrived after the first of those was answered.
+ */
 export interface UpstreamCalls {
   total: number
   notModified: number
+  troubled: number
+  afterFirstTrouble: number
+  firstTroubleAnsweredAt?: number
   byRoute: Record<RouteName, number>
 }

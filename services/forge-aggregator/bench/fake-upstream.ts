@@ -10,7 +10,10 @@
  * lets the timer fire". The body is built inside that delay, so its cost does not show either.
  *
  * GET /__calls says how many upstream calls it answered since POST /__reset (those two are not
- * counted). Usage: node bench/fake-upstream.ts <port>
+ * counted). POST /__trouble?status=502[&resource=core|search][&spent=1] makes it answer every call
+ * (of that resource) with that status from then on, with `X-RateLimit-Remaining: 0` and a reset
+ * an hour away when `spent`, as a rate limit that ran out does; POST /__reset ends the trouble.
+ * Usage: node bench/fake-upstream.ts <port>
  */
 import { createHash } from 'node:crypto'
 import { readFileSync } from 'node:fs'
@@ -63,14 +66,28 @@ const followers = Array.from({ length: FOLLOWERS_PER_USER }, (_, index) => {
 })
 const searchExample = fixture('search-issues.json') as { items: unknown[] }
 
+interface Trouble {
+  status: number
+  resource: RouteResource | undefined
+  spent: boolean
+}
+
+type RouteResource = 'core' | 'search'
+
 let calls: UpstreamCalls = freshCalls()
+let trouble: Trouble | undefined
 
 const app = Fastify()
 
 app.get('/__calls', async () => calls)
 app.post('/__reset', async () => {
   calls = freshCalls()
+  trouble = undefined
   return calls
+})
+app.post<{ Querystring: { status: string; resource?: RouteResource; spent?: string } }>('/__trouble', async (request) => {
+  trouble = { status: Number(request.query.status), resource: request.query.resource, spent: request.query.spent === '1' }
+  return trouble
 })
 
 app.get<{ Params: { login: string } }>('/users/:login', async (request, reply) => {
@@ -129,7 +146,19 @@ async function answer(
   calls.total++
   calls.byRoute[route]++
   if (notModified) calls.notModified++
+  if (calls.firstTroubleAnsweredAt !== undefined) calls.afterFirstTrouble++
+  const resource: RouteResource = route === 'search' ? 'search' : 'core'
+  const failing = trouble && (trouble.resource === undefined || trouble.resource === resource) ? trouble : undefined
   await sleep(Math.max(0, DELAY_MS - reply.elapsedTime))
+
+  if (failing) {
+    calls.troubled++
+    calls.firstTroubleAnsweredAt ??= Date.now()
+    const limit = failing.spent
+      ? { 'x-ratelimit-remaining': '0', 'x-ratelimit-reset': String(Math.floor(Date.now() / 1000) + 3600), 'x-ratelimit-resource': resource }
+      : {}
+    return reply.code(failing.status).headers(limit).send({ message: failing.spent ? 'API rate limit exceeded' : 'Upstream trouble' })
+  }
 
   if (text === undefined) return reply.code(404).send({ message: 'Not Found', documentation_url: 'https://docs.github.com/rest' })
   if (etag === undefined) return reply.headers(searchHeaders).send(text)
@@ -138,5 +167,5 @@ async function answer(
 }
 
 function freshCalls(): UpstreamCalls {
-  return { total: 0, notModified: 0, byRoute: { user: 0, repos: 0, followers: 0, search: 0 } }
+  return { total: 0, notModified: 0, troubled: 0, afterFirstTrouble: 0, byRoute: { user: 0, repos: 0, followers: 0, search: 0 } }
 }

@@ -25,6 +25,11 @@
  *      two cores, autocannon needs one, and the rate moves with whatever else runs.
  *   5. Revalidation: the same load with FORGE_CACHE_TTL_SECONDS=1, where every expiry should
  *      cost 5 calls, the three resources answered 304 thanks to If-None-Match.
+ *   6. Upstream economy (DESIGN §7): 200 requests over 20 cold users and the herd, on one process
+ *      and on 3 processes sharing one Redis (target: the calls of one process), a user answered
+ *      by one replica and asked of the others (target 0), stale answers through a 502 upstream,
+ *      a spent core budget and a spent search budget. Step 4 also loads a service with
+ *      REDIS_URL set (target >= 0.8 of the bare route: fresh hits come from memory).
  *
  * Figures are reported, not enforced: the exit code is 0 whatever they are, and 1 only when
  * something is functionally wrong (an answer that is not 200, differing bodies, a server that
@@ -37,6 +42,8 @@ import { performance } from 'node:perf_hooks'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { fileURLToPath } from 'node:url'
 import autocannon from 'autocannon'
+import { createClient } from 'redis'
+import { startPrivateRedis } from '@repo/test-support'
 import { Agent, request } from 'undici'
 import { DELAY_MS, FOLLOWERS_PER_USER, ISSUES_PER_USER, PRS_PER_USER, REPOS_PER_USER, type UpstreamCalls } from './fake-account.ts'
 
@@ -46,6 +53,14 @@ const SERVICE_PORT = 18_282
 const BARE_PORT = 18_283
 const UPSTREAM = `http://127.0.0.1:${UPSTREAM_PORT}`
 const SERVICE = `http://127.0.0.1:${SERVICE_PORT}`
+const REPLICA_PORTS = [18_284, 18_285, 18_286]
+const REPLICAS = REPLICA_PORTS.map((port) => `http://127.0.0.1:${port}`)
+/** The spread workload: 200 requests over 20 cold users, in rounds of one request per user. */
+const SPREAD_USERS = 20
+const SPREAD_REQUESTS = 200
+/** Known users of the exhausted-budget row, asked as often as new ones. */
+const KNOWN_USERS = 10
+const MIXED_REQUESTS = 60
 
 const DIRECT_WARMUP = 10
 const DIRECT_SAMPLES = 50
@@ -61,7 +76,7 @@ const SHORT_TTL_LOAD_SECONDS = 5
 /** The calls of one users answer for an account with at most 100 repositories. */
 const CALLS_PER_ANSWER = 5
 
-const TARGET = { coldRatio: 1.2, cacheHitRatio: 0.5, herdCalls: CALLS_PER_ANSWER }
+const TARGET = { coldRatio: 1.2, cacheHitRatio: 0.5, sharedCacheHitRatio: 0.8, herdCalls: CALLS_PER_ANSWER, spreadCallsPerRequest: 0.55 }
 
 interface Answer {
   status: number
@@ -89,9 +104,14 @@ interface Summary {
   result: string
 }
 
-type ServerKind = 'service' | 'bare'
+type ServerKind = 'service' | 'service, REDIS_URL' | 'bare'
 
 const dispatcher = new Agent({ keepAliveTimeout: 30_000 })
+// The Redis of the REDIS_URL figures: private, on a free port, without persistence (a cache).
+const redis = await startPrivateRedis(['--appendonly', 'no'])
+const redisUrl = `redis://127.0.0.1:${redis.port}`
+const redisClient = createClient({ url: redisUrl })
+await redisClient.connect()
 const children = new Set<ChildProcess>()
 const problems: string[] = []
 const summary: Summary[] = []
@@ -117,6 +137,7 @@ try {
     await coldAndHerd(direct)
     await cacheHits()
     await revalidation()
+    await economy()
   } finally {
     await stop(upstream)
   }
@@ -128,6 +149,8 @@ try {
 } finally {
   for (const child of children) child.kill('SIGKILL')
   await dispatcher.close()
+  await redisClient.close()
+  await redis.dispose()
 }
 
 if (problems.length > 0) {
@@ -246,6 +269,7 @@ async function cacheHits(): Promise<void> {
   const path = `/api/forge/users?user_name=${login}`
   const rounds = new Map<ServerKind, LoadResult[]>([
     ['service', []],
+    ['service, REDIS_URL', []],
     ['bare', []],
   ])
   let body: string | undefined
@@ -253,20 +277,23 @@ async function cacheHits(): Promise<void> {
   let calls = 0
 
   for (let round = 0; round < ROUNDS; round++) {
-    const service = await startService({})
-    try {
-      const warm = await get(`${SERVICE}${path}`)
-      expect(warm.status === 200, `warming ${login} answered ${warm.status}`)
-      expect(body === undefined || warm.body === body, `the answer for ${login} changed between service processes`)
-      body ??= warm.body
-      await resetUpstream()
-      const warmup = await load(SERVICE, path, WARMUP_SECONDS)
-      const measured = await load(SERVICE, path, MEASURE_SECONDS, service)
-      calls += (await upstreamCalls()).total
-      served += warmup.requests + measured.requests
-      rounds.get('service')!.push(measured)
-    } finally {
-      await stop(service)
+    for (const kind of ['service', 'service, REDIS_URL'] as const) {
+      await flushRedis()
+      const service = await startService(kind === 'service' ? {} : { REDIS_URL: redisUrl })
+      try {
+        const warm = await get(`${SERVICE}${path}`)
+        expect(warm.status === 200, `warming ${login} answered ${warm.status}`)
+        expect(body === undefined || warm.body === body, `the answer for ${login} changed between service processes`)
+        body ??= warm.body
+        await resetUpstream()
+        const warmup = await load(SERVICE, path, WARMUP_SECONDS)
+        const measured = await load(SERVICE, path, MEASURE_SECONDS, service)
+        calls += (await upstreamCalls()).total
+        served += warmup.requests + measured.requests
+        rounds.get(kind)!.push(measured)
+      } finally {
+        await stop(service)
+      }
     }
 
     const bare = await startProcess('bare server', ['bench/bare-server.ts', String(BARE_PORT)], {}, `http://127.0.0.1:${BARE_PORT}${path}`, body)
@@ -279,8 +306,10 @@ async function cacheHits(): Promise<void> {
   }
 
   const service = median(rounds.get('service')!)
+  const shared = median(rounds.get('service, REDIS_URL')!)
   const bare = median(rounds.get('bare')!)
   const ratio = service.requestsPerSecond / bare.requestsPerSecond
+  const sharedRatio = shared.requestsPerSecond / bare.requestsPerSecond
   const perRequest = calls / served
   console.log(
     `4. Cache hits: GET ${path} (${body?.length ?? 0} bytes), ${CONNECTIONS} connections, ` +
@@ -289,8 +318,13 @@ async function cacheHits(): Promise<void> {
   console.table({
     'bare Fastify route': loadRow(bare),
     service: loadRow(service),
+    'service, REDIS_URL set': loadRow(shared),
   })
   console.log(`   service / bare route: ${ratio.toFixed(2)}  (target >= ${TARGET.cacheHitRatio})${mark(ratio >= TARGET.cacheHitRatio)}`)
+  console.log(
+    `   service with REDIS_URL / bare route: ${sharedRatio.toFixed(2)}  (target >= ${TARGET.sharedCacheHitRatio})` +
+      `${mark(sharedRatio >= TARGET.sharedCacheHitRatio)}: a fresh hit is served from the process's memory`,
+  )
   if (service.cpuMicrosPerRequest !== undefined && bare.cpuMicrosPerRequest !== undefined) {
     console.log(
       `   CPU per request, bare / service: ${(bare.cpuMicrosPerRequest / service.cpuMicrosPerRequest).toFixed(2)} ` +
@@ -303,6 +337,12 @@ async function cacheHits(): Promise<void> {
     value: `${ratio.toFixed(2)} (${Math.round(service.requestsPerSecond)} / ${Math.round(bare.requestsPerSecond)})`,
     target: `>= ${TARGET.cacheHitRatio}`,
     result: verdict(ratio >= TARGET.cacheHitRatio),
+  })
+  summary.push({
+    figure: 'cache-hit req/s, REDIS_URL / bare',
+    value: `${sharedRatio.toFixed(2)} (${Math.round(shared.requestsPerSecond)} / ${Math.round(bare.requestsPerSecond)})`,
+    target: `>= ${TARGET.sharedCacheHitRatio}`,
+    result: verdict(sharedRatio >= TARGET.sharedCacheHitRatio),
   })
   summary.push({ figure: 'upstream calls per cache hit', value: `${calls} / ${served}`, target: '0', result: verdict(calls === 0) })
 }
@@ -361,6 +401,174 @@ async function revalidation(): Promise<void> {
   }
 }
 
+interface EconomyRow {
+  situation: string
+  'one process': string
+  '3 replicas, one Redis': string
+  target: string
+  result: string
+}
+
+/**
+ * 6. Upstream economy (DESIGN §7): the workloads of the README's table, on one process and on
+ * three processes sharing one Redis (each group on fresh processes and an empty Redis).
+ */
+async function economy(): Promise<void> {
+  const rows: EconomyRow[] = []
+  const row = (situation: string, one: string, replicas: string, target: string, met: boolean) =>
+    rows.push({ situation, 'one process': one, '3 replicas, one Redis': replicas, target, result: verdict(met) })
+
+  const alone = await withServices([SERVICE_PORT], {}, async ([url]) => ({ spread: await spread([url!]), herd: await herdOver([url!]) }))
+  await withServices(REPLICA_PORTS, { REDIS_URL: redisUrl }, async (urls) => {
+    const spreadOver = await spread(urls)
+    row(
+      `${SPREAD_REQUESTS} requests over ${SPREAD_USERS} cold users`,
+      `${alone.spread.toFixed(2)} calls/request`,
+      `${spreadOver.toFixed(2)} calls/request`,
+      `<= ${TARGET.spreadCallsPerRequest}`,
+      spreadOver <= TARGET.spreadCallsPerRequest,
+    )
+    const herdCalls = await herdOver(urls)
+    row(`${HERD} concurrent requests for one cold user`, `${alone.herd} calls`, `${herdCalls} calls`, '5 (<= 6)', herdCalls <= 6)
+    const relayed = await acrossReplicas(urls)
+    row('a user answered by replica 1, then asked of replicas 2 and 3', '', `${relayed} calls`, '0', relayed === 0)
+  })
+  await withServices(REPLICA_PORTS, { REDIS_URL: redisUrl, FORGE_CACHE_TTL_SECONDS: '1' }, async (urls) => {
+    const stale = await staleThroughTrouble(urls)
+    row(
+      'whole upstream answering 502, users answered before (TTL passed)',
+      '',
+      `${stale.ok}/${SPREAD_USERS} × 200 with their last answer, ${stale.withAge} with Age`,
+      '200 with their last answer, Age',
+      stale.ok === SPREAD_USERS && stale.withAge === SPREAD_USERS,
+    )
+  })
+  await withServices(REPLICA_PORTS, { REDIS_URL: redisUrl, FORGE_CACHE_TTL_SECONDS: '1' }, async (urls) => {
+    const spent = await coreBudgetSpent(urls)
+    row(
+      `anonymous core budget exhausted, ${MIXED_REQUESTS} requests half for known users`,
+      '',
+      `known 200 (stale) ${spent.knownOk}/${MIXED_REQUESTS / 2}, new 403 + Retry-After ${spent.newLimited}/${MIXED_REQUESTS / 2}, ` +
+        `${spent.callsAfter} calls after the first 403`,
+      'known 30/30, new 403 + Retry-After, <= 2 calls after the first 403',
+      spent.knownOk === MIXED_REQUESTS / 2 && spent.newLimited === MIXED_REQUESTS / 2 && spent.callsAfter <= 2,
+    )
+  })
+  await withServices(REPLICA_PORTS, { REDIS_URL: redisUrl }, async (urls) => {
+    const partial = await searchBudgetSpent(urls)
+    row(
+      'search budget exhausted, one user asked 20 more times within its TTL',
+      '',
+      `${partial.calls} calls, ${partial.partial}/20 marked partial`,
+      '0 calls, still marked partial',
+      partial.calls === 0 && partial.partial === 20,
+    )
+  })
+
+  console.log(`6. Upstream economy: one process, and ${REPLICAS.length} processes sharing one Redis (REDIS_URL)`)
+  console.table(Object.fromEntries(rows.map(({ situation, ...rest }) => [situation, rest])))
+  console.log('')
+  for (const { situation, result, ...rest } of rows) {
+    summary.push({ figure: situation, value: rest['3 replicas, one Redis'], target: rest.target, result })
+  }
+}
+
+/** Runs `body` with a service on each of `ports` (`env` added), on an empty Redis and a reset upstream. */
+async function withServices<T>(ports: number[], env: Record<string, string>, body: (urls: string[]) => Promise<T>): Promise<T> {
+  await flushRedis()
+  await resetUpstream()
+  const services = await Promise.all(ports.map((port) => startService(env, port)))
+  try {
+    return await body(ports.map((port) => `http://127.0.0.1:${port}`))
+  } finally {
+    await Promise.all(services.map(stop))
+  }
+}
+
+/** 200 requests over 20 cold users, 20 at a time, spread over `urls`: upstream calls per request. */
+async function spread(urls: string[]): Promise<number> {
+  await resetUpstream()
+  for (let round = 0; round < SPREAD_REQUESTS / SPREAD_USERS; round++) {
+    const answers = await Promise.all(
+      Array.from({ length: SPREAD_USERS }, (_, user) => get(usersUrl(`spread-${user}`, urls[(round * SPREAD_USERS + user) % urls.length]))),
+    )
+    expect(answers.every((answer) => answer.status === 200), 'a spread request was not answered 200')
+  }
+  return (await upstreamCalls()).total / SPREAD_REQUESTS
+}
+
+/** 200 concurrent requests for one cold user, spread over `urls`: upstream calls. */
+async function herdOver(urls: string[]): Promise<number> {
+  await resetUpstream()
+  const answers = await Promise.all(Array.from({ length: HERD }, (_, index) => get(usersUrl('herd-over', urls[index % urls.length]))))
+  expect(new Set(answers.map((answer) => answer.body)).size === 1, 'the herd over replicas got different bodies')
+  return (await upstreamCalls()).total
+}
+
+/** A user answered by the first replica, then asked of the others: their upstream calls. */
+async function acrossReplicas(urls: string[]): Promise<number> {
+  const [first, ...others] = urls
+  expect((await get(usersUrl('relay-user', first))).status === 200, 'relay-user was not answered')
+  await resetUpstream()
+  for (const url of others) expect((await get(usersUrl('relay-user', url))).status === 200, 'relay-user was not answered')
+  return (await upstreamCalls()).total
+}
+
+/** 20 users answered, their TTL passed, then the whole upstream answering 502. */
+async function staleThroughTrouble(urls: string[]): Promise<{ ok: number; withAge: number }> {
+  const users = Array.from({ length: SPREAD_USERS }, (_, user) => `stale-${user}`)
+  const before = await Promise.all(users.map((login, index) => get(usersUrl(login, urls[index % urls.length]))))
+  await sleep(1_100)
+  await makeTrouble('status=502')
+  const after = await Promise.all(users.map((login, index) => get(usersUrl(login, urls[(index + 1) % urls.length]))))
+  const same = after.filter((answer, index) => answer.status === 200 && answer.body === before[index]!.body)
+  return { ok: same.length, withAge: same.filter((answer) => answer.headers.age !== undefined).length }
+}
+
+/** Known users past their TTL, then the core budget spent: 60 requests, every other one for a known user. */
+async function coreBudgetSpent(urls: string[]): Promise<{ knownOk: number; newLimited: number; callsAfter: number }> {
+  const known = Array.from({ length: KNOWN_USERS }, (_, user) => `known-${user}`)
+  await Promise.all(known.map((login, index) => get(usersUrl(login, urls[index % urls.length]))))
+  await sleep(1_100)
+  await makeTrouble('status=403&resource=core&spent=1')
+  let knownOk = 0
+  let newLimited = 0
+  for (let index = 0; index < MIXED_REQUESTS; index++) {
+    const url = urls[index % urls.length]
+    if (index % 2 === 0) {
+      const answer = await get(usersUrl(known[(index / 2) % KNOWN_USERS]!, url))
+      if (answer.status === 200 && answer.headers.age !== undefined) knownOk++
+    } else {
+      const answer = await get(usersUrl(`newcomer-${index}`, url))
+      if (answer.status === 403 && answer.headers['retry-after'] !== undefined) newLimited++
+    }
+  }
+  return { knownOk, newLimited, callsAfter: (await upstreamCalls()).afterFirstTrouble }
+}
+
+/** The search budget spent: one user answered partial, then asked 20 more times. */
+async function searchBudgetSpent(urls: string[]): Promise<{ calls: number; partial: number }> {
+  await makeTrouble('status=403&resource=search&spent=1')
+  const first = await get(usersUrl('partial-user', urls[0]))
+  expect(first.headers['x-forge-partial'] !== undefined, 'the answer with the search budget spent was not partial')
+  const before = (await upstreamCalls()).total
+  let partial = 0
+  for (let index = 0; index < 20; index++) {
+    const answer = await get(usersUrl('partial-user', urls[index % urls.length]))
+    if (answer.status === 200 && answer.headers['x-forge-partial'] !== undefined) partial++
+  }
+  return { calls: (await upstreamCalls()).total - before, partial }
+}
+
+async function makeTrouble(query: string): Promise<void> {
+  const response = await request(`${UPSTREAM}/__trouble?${query}`, { method: 'POST', dispatcher })
+  await response.body.dump()
+}
+
+async function flushRedis(): Promise<void> {
+  await redisClient.flushAll()
+}
+
 /** The first cold answer, checked against what the fake holds: a wrong answer fast is no result. */
 function checkOverview(body: string, login: string): void {
   const overview = JSON.parse(body) as {
@@ -380,12 +588,12 @@ function checkOverview(body: string, login: string): void {
   )
 }
 
-function startService(env: Record<string, string>): Promise<ChildProcess> {
+function startService(env: Record<string, string>, port = SERVICE_PORT): Promise<ChildProcess> {
   return startProcess(
     'service',
     ['--conditions=@repo/source', 'src/server.ts'],
-    { HOST: '127.0.0.1', PORT: String(SERVICE_PORT), FORGE_API_URL: UPSTREAM, ...env },
-    `${SERVICE}/ready`,
+    { HOST: '127.0.0.1', PORT: String(port), FORGE_API_URL: UPSTREAM, ...env },
+    `http://127.0.0.1:${port}/ready`,
   )
 }
 
@@ -433,8 +641,8 @@ async function get(url: string): Promise<Answer> {
   return { status: response.statusCode, headers: response.headers, body, ms: performance.now() - started }
 }
 
-function usersUrl(login: string): string {
-  return `${SERVICE}/api/forge/users?user_name=${login}`
+function usersUrl(login: string, service = SERVICE): string {
+  return `${service}/api/forge/users?user_name=${login}`
 }
 
 async function upstreamCalls(): Promise<UpstreamCalls> {

@@ -19,7 +19,7 @@ export const ForgeAggregatorConfig = Type.Object({
   }),
   FORGE_TOKEN: Type.Optional(Type.String({ description: 'upstream access token; never logged or echoed' })),
   FORGE_TIMEOUT_MS: Type.Integer({ default: 10_000, minimum: 100, maximum: 120_000, description: 'deadline of one upstream call' }),
-  FORGE_CACHE_TTL_SECONDS: Type.Integer({ default: 60, minimum: 0, maximum: 86_400, description: 'freshness of cached results; 0 disables caching' }),
+  FORGE_CACHE_TTL_SECONDS: Type.Integer({ default: 60, minimum: 0, maximum: 86_400, description: 'freshness of cached results; 0 never answers from the cache fresh' }),
   FORGE_CACHE_MAX_MB: Type.Integer({ default: 64, minimum: 1, maximum: 4_096, description: 'memory the caches may hold' }),
   FORGE_FOLLOWERS_LIMIT: Type.Integer({ default: 30, minimum: 1, maximum: 100, description: 'followers returned' }),
   FORGE_MAX_REPO_PAGES: Type.Integer({ default: 10, minimum: 1, maximum: 100, description: 'pages of 100 repositories read for statistics' }),

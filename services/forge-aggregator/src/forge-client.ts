@@ -98,11 +98,13 @@ interface HeldBody {
  * `compose` wraps each interceptor around the ones before it, so the last is outermost:
  * concurrent identical GETs are deduplicated first, sharing one call and its retries.
  *
- * Revalidation is the one hand-written layer: the last body and ETag of every upstream URL are
- * held (bounded), and every request for a held URL carries `If-None-Match`; a 304 reuses the
- * held body. undici's `cache` interceptor does not fit: it decides freshness from the upstream's
- * `Cache-Control: max-age=60`, while here `FORGE_CACHE_TTL_SECONDS` decides when to ask again,
- * and when we ask we always want the upstream's word (a cheap 304), never a stored guess.
+ * Revalidation is one hand-written layer: the last body and ETag of every upstream URL are
+ * held (bounded; shared by the replicas when a shared store is given), and every request for a
+ * held URL carries `If-None-Match`; a 304 reuses the held body. undici's `cache` interceptor does
+ * not fit: it decides freshness from the upstream's `Cache-Control: max-age=60`, while here
+ * `FORGE_CACHE_TTL_SECONDS` decides when to ask again, and when we ask we always want the
+ * upstream's word (a cheap 304), never a stored guess. The rate-limit budget is the other: every
+ * answer feeds it, and a call to a spent resource is refused before it is made (`BudgetSpent`).
  */
 export function createForgeClient(options: ForgeClientOptions): ForgeClient {
   const { token, timeoutMs, shared, metrics } = options
@@ -135,7 +137,7 @@ export function createForgeClient(options: ForgeClientOptions): ForgeClient {
 
   function hold(target: string, body: HeldBody): void {
     held?.set(target, body)
-    shared?.set(`held:${target}`, JSON.stringify(body), SHARED_HELD_TTL_MS)
+    void shared?.set(`held:${target}`, JSON.stringify(body), SHARED_HELD_TTL_MS)
   }
 
   async function get<Body>(path: string, query?: Record<string, string | number>, log = options.logger): Promise<Body> {

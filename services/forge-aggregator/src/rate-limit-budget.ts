@@ -62,7 +62,7 @@ export class RateLimitBudget {
     }
     this.#set(resource, state)
     const expiresAt = Math.max(state.resetAt, state.blockedUntil)
-    if (expiresAt > now) this.#options.shared?.set(`budget:${resource}`, JSON.stringify(state), expiresAt - now)
+    if (expiresAt > now) void this.#options.shared?.set(`budget:${resource}`, JSON.stringify(state), expiresAt - now)
   }
 
   /** When calls to `resource` may resume, on the wall clock; undefined while it has calls left. */

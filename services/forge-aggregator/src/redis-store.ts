@@ -113,7 +113,11 @@ export function createRedisStore(options: RedisStoreOptions): SharedStore {
   function withDeadline<T>(command: Promise<T>): Promise<T> {
     let timer: NodeJS.Timeout | undefined
     const deadline = new Promise<never>((_resolve, reject) => {
-      timer = setTimeout(() => reject(new Error(`Redis did not answer within ${deadlineMs} ms`)), deadlineMs)
+      // The rejection waits for the I/O already received: when our own event loop was busy past
+      // the deadline, an answer sitting in the socket still wins, and a slow process is not
+      // mistaken for a hung Redis.
+      const expire = () => reject(new Error(`Redis did not answer within ${deadlineMs} ms`))
+      timer = setTimeout(() => setImmediate(expire), deadlineMs)
     })
     return Promise.race([command, deadline]).finally(() => clearTimeout(timer))
   }
@@ -161,8 +165,8 @@ export function createRedisStore(options: RedisStoreOptions): SharedStore {
     get(key) {
       return attempt(async () => (await client.get(namespace + key)) ?? undefined, undefined)
     },
-    set(key, value, ttlMs) {
-      write(() => client.set(namespace + key, value, { expiration: { type: 'PX', value: Math.max(1, Math.ceil(ttlMs)) } }))
+    async set(key, value, ttlMs) {
+      await attempt(() => client.set(namespace + key, value, { expiration: { type: 'PX', value: Math.max(1, Math.ceil(ttlMs)) } }), undefined)
     },
     delete(key) {
       write(() => client.del(namespace + key))
@@ -184,10 +188,15 @@ export function createRedisStore(options: RedisStoreOptions): SharedStore {
     waitForRelease(key, timeoutMs) {
       const cancelled = new AbortController()
       const signal = AbortSignal.any([cancelled.signal, AbortSignal.timeout(timeoutMs)])
-      const done = once(releases, key, { signal }).then(
-        () => true,
-        () => false,
-      )
+      // A Redis that hangs sends no error: while waiting, ask it now and then whether it still
+      // answers, so that a waiter is let go within a probe and a deadline, not FORGE_TIMEOUT_MS.
+      const watchdog = setInterval(() => void attempt(() => client.ping(), undefined), probeIntervalMs).unref()
+      const done = once(releases, key, { signal })
+        .then(
+          () => true,
+          () => false,
+        )
+        .finally(() => clearInterval(watchdog))
       return { done, cancel: () => cancelled.abort() }
     },
     async close() {

@@ -110,11 +110,9 @@ export class ResponseCache {
    * rejected with (or `BudgetSpent`) when there is nothing to fall back on.
    */
   get(key: string, produce: () => Promise<ProducedAnswer>, request: CacheRequest): Promise<CacheAnswer> {
+    const fresh = this.fresh(key, request.endpoint)
+    if (fresh) return Promise.resolve(fresh)
     const kept = this.#local.get(key)
-    if (kept && this.#isFresh(kept)) {
-      this.#options.onResult?.(request.endpoint, 'hit')
-      return Promise.resolve({ response: kept, result: 'hit', stored: false })
-    }
 
     const pending = this.#inFlight.get(key)
     if (pending) return pending.then((answer) => this.#counted(request, asCollapsed(answer)))
@@ -122,6 +120,17 @@ export class ResponseCache {
     const production = this.#resolve(key, kept, produce, request).finally(() => this.#inFlight.delete(key))
     this.#inFlight.set(key, production)
     return production.then((answer) => this.#counted(request, answer))
+  }
+
+  /**
+   * The fresh answer for `key` from this process's memory, counted as a hit, or undefined.
+   * Synchronous: the most frequent answer costs no promise.
+   */
+  fresh(key: string, endpoint: Endpoint): CacheAnswer | undefined {
+    const kept = this.#local.get(key)
+    if (!kept || !this.#isFresh(kept)) return undefined
+    this.#options.onResult?.(endpoint, 'hit')
+    return { response: kept, result: 'hit', stored: false }
   }
 
   /** Seconds `response` stays fresh from now (what `Cache-Control: max-age` may promise). */
@@ -199,7 +208,7 @@ export class ResponseCache {
     const keepUntil = partial.length > 0 ? freshUntil : freshUntil + this.#staleMs
     const response: CachedResponse = { body, partial, isPrivate, etag: etagOf(body), producedAt: now, freshUntil, keepUntil }
     const stored = keepUntil > now && (partial.length === 0 || searchResumesAt !== undefined)
-    if (stored) this.#store(key, response)
+    if (stored) await this.#store(key, response)
     return { response, result: last ? 'revalidated' : 'miss', stored } satisfies CacheAnswer
   }
 
@@ -230,9 +239,13 @@ export class ResponseCache {
     return response.keepUntil > this.#options.now() ? response : undefined
   }
 
-  #store(key: string, response: CachedResponse): void {
+  /**
+   * Keeps `response` here and in the shared store, and resolves once the store has it: a request
+   * that follows this answer, on any replica, then finds it.
+   */
+  async #store(key: string, response: CachedResponse): Promise<void> {
     this.#keep(key, response)
-    this.#options.shared?.set(`answer:${key}`, JSON.stringify(response), response.keepUntil - this.#options.now())
+    await this.#options.shared?.set(`answer:${key}`, JSON.stringify(response), response.keepUntil - this.#options.now())
   }
 
   #keep(key: string, response: CachedResponse): void {

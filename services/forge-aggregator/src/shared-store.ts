@@ -9,8 +9,8 @@ export interface SharedStore {
   readonly isAvailable: boolean
   /** The value at `key`, or undefined when there is none or the store cannot say. */
   get(key: string): Promise<string | undefined>
-  /** Writes `value` at `key` for `ttlMs`; does not wait for the store. */
-  set(key: string, value: string, ttlMs: number): void
+  /** Writes `value` at `key` for `ttlMs`; resolves once written, or once the store cannot say. */
+  set(key: string, value: string, ttlMs: number): Promise<void>
   /** Removes `key`; does not wait for the store. */
   delete(key: string): void
   /**

@@ -152,7 +152,7 @@ t.test('a partial answer is not cached: the next request asks every call again',
   complete.done()
 })
 
-t.test('FORGE_CACHE_TTL_SECONDS=0 disables caching: every request asks the upstream, max-age=0', async (t) => {
+t.test('FORGE_CACHE_TTL_SECONDS=0 never answers from the cache fresh: every request asks the upstream, max-age=0', async (t) => {
   const { app } = await buildAggregator(t, { config: { FORGE_CACHE_TTL_SECONDS: 0 }, revalidationMaxBytes: 0 })
   const scope = nock(API, { badheaders: ['if-none-match'] })
     .get('/repos/octocat/hello')

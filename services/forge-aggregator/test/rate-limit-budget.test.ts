@@ -65,7 +65,7 @@ function mapStore(): SharedStore {
   return {
     isAvailable: true,
     get: async (key) => values.get(key),
-    set: (key, value) => void values.set(key, value),
+    set: async (key, value) => void values.set(key, value),
     delete: (key) => void values.delete(key),
     lock: async () => 'token',
     release: () => {},

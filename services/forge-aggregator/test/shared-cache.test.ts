@@ -238,8 +238,25 @@ t.test('a store whose Redis never answers reads empty, takes no lock, and closes
   t.equal(store.isAvailable, false)
   t.equal(await store.get('answer:x'), undefined)
   t.equal(await store.lock('x', 1_000), undefined)
-  store.set('answer:x', 'value', 1_000)
+  await store.set('answer:x', 'value', 1_000)
   await store.close()
+})
+
+t.test('a request waiting on another replica’s production is let go within about a second when Redis hangs', async (t) => {
+  const [one] = await replicas(t, 1, { config: { FORGE_TIMEOUT_MS: 5_000 }, redisDeadlineMs: 250 })
+  const namespace = await namespaceOf(one!, 'probe')
+  await inspector.set(`${namespace}lock:repo/octocat/hello`, 'dead-replica', { expiration: { type: 'PX', value: 60_000 } })
+  nock(API).get('/repos/octocat/hello').reply(200, fixtures.repository, RESOURCE_HEADERS)
+  const started = Date.now()
+  const answer = one!.app.inject({ method: 'GET', url: '/api/forge/repos?repo_name=hello' })
+  await eventuallyTrue(async () => Date.now() - started > 100)
+  redis.pause()
+  t.teardown(() => redis.resume())
+  const res = await answer
+  t.equal(res.statusCode, 200)
+  t.ok(Date.now() - started < 1_500, `answered in ${Date.now() - started} ms, not after FORGE_TIMEOUT_MS`)
+  redis.resume()
+  t.ok(await eventuallyTrue(() => sharedAvailable(one!)))
 })
 
 t.test('Redis paused (hung): requests are answered within about a second, and sharing resumes when it answers again', async (t) => {

@@ -44,6 +44,7 @@ for (const [rule, value] of Object.entries(invalidUserNames)) {
     t.equal(res.statusCode, 400)
     t.same(res.json(), { error: 'Invalid user_name' })
     t.equal(res.headers['cache-control'], 'no-store')
+    t.equal(res.headers['cache-status'], 'forge-aggregator; fwd=bypass')
     t.same(unexpected, [])
   })
 }
@@ -54,6 +55,7 @@ for (const [rule, value] of Object.entries(invalidRepoNames)) {
     const res = await app.inject({ method: 'GET', url: `/api/forge/repos?repo_name=${value}` })
     t.equal(res.statusCode, 400)
     t.same(res.json(), { error: 'Invalid repo_name' })
+    t.equal(res.headers['cache-status'], 'forge-aggregator; fwd=bypass')
     t.same(unexpected, [])
   })
 }

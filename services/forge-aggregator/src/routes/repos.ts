@@ -1,9 +1,10 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from '@sinclair/typebox'
 import { sendCachedAnswer } from '../http-caching.ts'
+import type { ProducedAnswer } from '../response-cache.ts'
 import { ErrorBody, FailureBody, NotModified } from './common.schema.ts'
 import { RepositoryCounts, RepositoryList, ReposQuery } from './repos.schema.ts'
-import { orUpstreamAnswer } from './upstream-answers.ts'
+import { invalidRequest, orUpstreamAnswer } from './upstream-answers.ts'
 import type { ForgeRouteOptions } from './users.ts'
 
 const ONE_REPOSITORY = { notFound: 'Repository not found', failure: 'Failed to fetch repository' }
@@ -26,32 +27,25 @@ export const repoRoutes: FastifyPluginAsyncTypebox<ForgeRouteOptions> = async (a
           500: FailureBody,
         },
       },
-      schemaErrorFormatter: () => new Error('Invalid repo_name'),
+      schemaErrorFormatter: () => invalidRequest('Invalid repo_name'),
     },
     async (request, reply) => {
       const owner = defaultUser.toLowerCase()
       const repo = request.query.repo_name
-      const serialize = (value: RepositoryCounts | RepositoryList) => reply.serializeInput(value, '200') as string
-      const { key, messages, produce } =
-        repo === undefined
-          ? {
-              key: `repos/${owner}`,
-              messages: REPOSITORY_LIST,
-              produce: async () => {
-                const list = await service.repositoryList(defaultUser, request.log)
-                return { body: serialize(list), partial: [], isPrivate: list.repos.some((repository) => repository.isPrivate) }
-              },
-            }
-          : {
-              key: `repo/${owner}/${repo.toLowerCase()}`,
-              messages: ONE_REPOSITORY,
-              produce: async () => {
-                const { counts, isPrivate } = await service.repositoryCounts(defaultUser, repo, request.log)
-                return { body: serialize(counts), partial: [], isPrivate }
-              },
-            }
-      const answer = await orUpstreamAnswer(cache.get(key, produce, { endpoint: 'repos', log: request.log }), messages)
+      const key = repo === undefined ? `repos/${owner}` : `repo/${owner}/${repo.toLowerCase()}`
+      const messages = repo === undefined ? REPOSITORY_LIST : ONE_REPOSITORY
+      const answer = cache.fresh(key, 'repos') ?? (await orUpstreamAnswer(cache.get(key, produce, { endpoint: 'repos', log: request.log }), messages))
       return sendCachedAnswer(request, reply, cache, answer)
+
+      async function produce(): Promise<ProducedAnswer> {
+        if (repo === undefined) {
+          const list = await service.repositoryList(defaultUser, request.log)
+          const isPrivate = list.repos.some((repository) => repository.isPrivate)
+          return { body: reply.serializeInput(list, '200') as string, partial: [], isPrivate }
+        }
+        const { counts, isPrivate } = await service.repositoryCounts(defaultUser, repo, request.log)
+        return { body: reply.serializeInput(counts, '200') as string, partial: [], isPrivate }
+      }
     },
   )
 }

@@ -21,6 +21,11 @@ export async function orUpstreamAnswer<T>(call: Promise<T>, messages: FailureMes
   }
 }
 
+/** An invalid request never reaches the cache, and its `Cache-Status` says so (RFC 9211 `fwd=bypass`). */
+export function invalidRequest(message: string): HttpError {
+  return new HttpError(400, { error: message }, { headers: { 'cache-status': `${CACHE_NAME}; fwd=bypass` } })
+}
+
 /** `Cache-Status` of an error: the upstream was asked and failed, or the budget forbade asking. */
 const FORWARDED = { 'cache-status': `${CACHE_NAME}; fwd=miss` }
 const NOT_FORWARDED = { 'cache-status': `${CACHE_NAME}; detail=budget` }

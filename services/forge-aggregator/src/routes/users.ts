@@ -3,7 +3,7 @@ import type { ForgeService } from '../forge-service.ts'
 import type { ResponseCache } from '../response-cache.ts'
 import { sendCachedAnswer } from '../http-caching.ts'
 import { ErrorBody, FailureBody, NotModified } from './common.schema.ts'
-import { orUpstreamAnswer } from './upstream-answers.ts'
+import { invalidRequest, orUpstreamAnswer } from './upstream-answers.ts'
 import { UserOverview, UsersQuery } from './users.schema.ts'
 
 export interface ForgeRouteOptions {
@@ -24,17 +24,19 @@ export const userRoutes: FastifyPluginAsyncTypebox<ForgeRouteOptions> = async (a
         response: { 200: UserOverview, 304: NotModified, 400: ErrorBody, 403: ErrorBody, 404: ErrorBody, 500: FailureBody },
       },
       // The spec's words name the parameter, not the rule it broke.
-      schemaErrorFormatter: () => new Error('Invalid user_name'),
+      schemaErrorFormatter: () => invalidRequest('Invalid user_name'),
     },
     async (request, reply) => {
       const login = request.query.user_name ?? defaultUser
       // Logins are case-insensitive upstream: one cache entry per user, however it is spelled.
-      const produce = async () => {
+      const key = `users/${login.toLowerCase()}`
+      const answer = cache.fresh(key, 'users') ?? (await orUpstreamAnswer(cache.get(key, produce, { endpoint: 'users', log: request.log }), MESSAGES))
+      return sendCachedAnswer(request, reply, cache, answer)
+
+      async function produce() {
         const { overview, missing } = await service.userOverview(login, request.log)
         return { body: reply.serializeInput(overview, '200') as string, partial: missing }
       }
-      const answer = await orUpstreamAnswer(cache.get(`users/${login.toLowerCase()}`, produce, { endpoint: 'users', log: request.log }), MESSAGES)
-      return sendCachedAnswer(request, reply, cache, answer)
     },
   )
 }
