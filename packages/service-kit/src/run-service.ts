@@ -9,6 +9,24 @@ import { endKeepAliveOnClose } from './keep-alive.ts'
 /** Inside the 10 s an orchestrator waits between SIGTERM and SIGKILL. */
 const SHUTDOWN_DEADLINE_MS = 8_000
 
+/** Credentials never reach a log line, wherever a serializer or a caller puts them. */
+export const LOG_REDACT_PATHS = [
+  'req.headers.authorization',
+  'req.headers["proxy-authorization"]',
+  'req.headers.cookie',
+  'res.headers["set-cookie"]',
+  '*.headers.authorization',
+  '*.headers.cookie',
+  '*.password',
+  '*.token',
+  'password',
+  'token',
+]
+
+/** Log lines wait in memory until this many bytes are ready, or for `LOG_FLUSH_INTERVAL_MS`. */
+const LOG_BUFFER_BYTES = 4096
+const LOG_FLUSH_INTERVAL_MS = 1_000
+
 /** What every service's configuration holds (see `serverSettings`). */
 interface ServerConfig {
   HOST: string
@@ -30,10 +48,16 @@ export interface ServiceDefinition<Schema extends TObject> {
  * exits 1 with one line per bad variable), logs JSON lines to stdout, listens, and on SIGTERM or
  * SIGINT stops accepting, lets in-flight requests finish, closes the app's dependencies and
  * exits 0; an uncaught error closes the same way and exits 1.
+ *
+ * Log lines are written asynchronously, in 4 KB batches or every second: a synchronous write per
+ * access line cost items-list a quarter of its throughput. Whatever is still buffered is written
+ * when the process exits, after a shutdown or a crash alike.
  */
 export async function runService<Schema extends TObject>(service: ServiceDefinition<Schema>): Promise<void> {
   const config = readConfig(service)
-  const logger = pino({ level: config.LOG_LEVEL })
+  const destination = pino.destination({ dest: 1, sync: false, minLength: LOG_BUFFER_BYTES })
+  setInterval(() => destination.flush(), LOG_FLUSH_INTERVAL_MS).unref()
+  const logger = pino({ level: config.LOG_LEVEL, redact: LOG_REDACT_PATHS }, destination)
   const { app, close } = await service.start(config, logger)
   endKeepAliveOnClose(app)
 

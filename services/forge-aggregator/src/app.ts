@@ -1,10 +1,8 @@
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify'
-import cors from '@fastify/cors'
-import swagger from '@fastify/swagger'
-import swaggerUi from '@fastify/swagger-ui'
+import { Registry } from 'prom-client'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { frameworkErrorHandler, registerErrorHandling } from '@repo/http-errors'
-import { AccessLog } from '@repo/service-kit'
+import { AccessLog, registerHttpSetup, serverOptions } from '@repo/service-kit'
 import type { ForgeAggregatorConfig } from './config.ts'
 import type { ForgeClient } from './forge-client.ts'
 import { createForgeService } from './forge-service.ts'
@@ -22,7 +20,9 @@ export type AppConfig = Pick<
   | 'FORGE_CACHE_MAX_MB'
   | 'FORGE_FOLLOWERS_LIMIT'
   | 'FORGE_MAX_REPO_PAGES'
->
+  | 'TRUST_PROXY'
+> &
+  Partial<Pick<ForgeAggregatorConfig, 'RATE_LIMIT_PER_MINUTE'>>
 
 export interface AppDependencies {
   client: ForgeClient
@@ -30,6 +30,8 @@ export interface AppDependencies {
   logger: FastifyBaseLogger
   /** The response cache's clock (ms); tests bring their own. */
   now?: () => number
+  /** The registry `/metrics` serves; a new one when omitted (never prom-client's global one). */
+  metrics?: Registry
 }
 
 /** The caches share FORGE_CACHE_MAX_MB: assembled answers are small, upstream bodies are not. */
@@ -42,6 +44,7 @@ export async function buildApp(config: AppConfig, deps: AppDependencies): Promis
   const app = Fastify({
     loggerInstance: deps.logger,
     logController: new AccessLog(),
+    ...serverOptions(config),
     // "?user_name=a&user_name=b" is an array, and an array is not a login.
     ajv: { customOptions: { coerceTypes: false } },
     frameworkErrors: frameworkErrorHandler({ errorBody }),
@@ -52,20 +55,19 @@ export async function buildApp(config: AppConfig, deps: AppDependencies): Promis
     internalErrorBody: { error: 'Internal server error', details: 'Unexpected error; the server log has the cause' },
   })
 
-  if (config.CORS_ORIGINS) {
-    await app.register(cors, { origin: config.CORS_ORIGINS.includes('*') ? '*' : config.CORS_ORIGINS, methods: ['GET', 'HEAD'] })
-  }
-
-  await app.register(swagger, {
+  await registerHttpSetup(app, {
     openapi: {
-      info: {
-        title: 'forge-aggregator',
-        version: '1.0.0',
-        description: "One code-hosting user's profile, repositories, followers and issue/PR counts in one answer.",
-      },
+      title: 'forge-aggregator',
+      version: '1.0.0',
+      description: "One code-hosting user's profile, repositories, followers and issue/PR counts in one answer.",
     },
+    errorBody,
+    corsOrigins: config.CORS_ORIGINS,
+    corsMethods: ['GET', 'HEAD'],
+    metrics: deps.metrics ?? new Registry(),
+    // In the process until the aggregator has a Redis (REDIS_URL): then it counts there.
+    rateLimitPerMinute: config.RATE_LIMIT_PER_MINUTE,
   })
-  await app.register(swaggerUi, { routePrefix: '/docs' })
 
   const service = createForgeService({
     client: deps.client,

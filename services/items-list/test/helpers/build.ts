@@ -3,7 +3,7 @@ import { createClient } from 'redis'
 import { pino } from 'pino'
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { FastifyInstance } from 'fastify'
-import { buildApp, type AppConfig } from '../../src/app.ts'
+import { buildApp, type AppConfig, type AppDependencies } from '../../src/app.ts'
 import { createRedisItemStore, type ItemStore } from '../../src/item-store.ts'
 import { startPrivateRedis, type PrivateRedis } from './redis-server.ts'
 
@@ -23,10 +23,14 @@ export interface TestContext {
  * The production app on the production store, against a private redis-server for this test
  * file; the list is emptied before each test and everything is closed at the end.
  */
-export async function buildWithRedis(t: Test, config: AppConfig = {}): Promise<TestContext> {
+export async function buildWithRedis(
+  t: Test,
+  config: AppConfig = {},
+  deps: Omit<AppDependencies, 'store'> = {},
+): Promise<TestContext> {
   const redis = await startPrivateRedis()
   const store = createRedisItemStore({ host: '127.0.0.1', port: redis.port, database: 0, key: ITEMS_KEY, logger: silentLogger })
-  const app = await buildApp(config, { store })
+  const app = await buildApp(config, { store, ...deps })
   const inspector = await connectInspector(redis.port)
   await waitUntilReady(store)
 
