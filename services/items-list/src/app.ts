@@ -24,8 +24,12 @@ export interface AppDependencies {
 const errorBody = (detail: string) => ({ detail })
 
 const BODY_LIMIT_BYTES = 16 * 1024
-/** A 1024-character name, percent-encoded at up to 12 characters per code point, must still route. */
-const MAX_PARAM_LENGTH = 1024 * 12
+/**
+ * The router measures a parameter after percent-decoding, in UTF-16 code units: a 1024-character
+ * name of astral characters (emoji) is 2048 units. Twice that, so that a name somewhat too long
+ * still reaches the schema and is answered 422, not 404.
+ */
+const MAX_PARAM_LENGTH = 1024 * 2 * 2
 
 /** Builds the items-list application around `store`. Never listens: `server.ts` does. */
 export async function buildApp(config: AppConfig, deps: AppDependencies): Promise<FastifyInstance> {

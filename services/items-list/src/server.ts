@@ -8,11 +8,13 @@ await runService({
   env: process.env,
   async start(config, logger) {
     const store = createRedisItemStore({
+      url: config.REDIS_URL,
       host: config.REDIS_HOST,
       port: config.REDIS_PORT,
       password: config.REDIS_PASSWORD,
       database: config.REDIS_DB,
       key: config.ITEMS_KEY,
+      idempotencyTtlSeconds: config.IDEMPOTENCY_TTL_SECONDS,
       logger,
     })
     const app = await buildApp(config, { store, logger })

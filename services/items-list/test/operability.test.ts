@@ -1,5 +1,6 @@
 import t from 'tap'
 import { Registry } from 'prom-client'
+import { pino } from 'pino'
 import { buildWithRedis } from './helpers/build.ts'
 
 t.test('every answer carries X-Request-Id: the caller’s when well-formed, else a new one', async (t) => {
@@ -30,4 +31,16 @@ t.test('/metrics counts requests by route pattern in the registry the app was gi
   t.match(page, /^http_request_duration_seconds_count\{method="DELETE",route="\/items\/:item_name",status_code="200"\} 1$/m)
   t.match(page, /^http_request_duration_seconds_count\{method="DELETE",route="\/items\/:item_name",status_code="404"\} 1$/m)
   t.match(await metrics.metrics(), 'route="/items/:item_name"', 'the page is the given registry')
+})
+
+t.test('a store failure is logged with the reqId of the request it failed', async (t) => {
+  const lines: Record<string, unknown>[] = []
+  const logger = pino({ level: 'info' }, { write: (line: string) => lines.push(JSON.parse(line) as Record<string, unknown>) })
+  const { app, redis } = await buildWithRedis(t, {}, { logger })
+  await redis.stop()
+
+  const res = await app.inject({ method: 'GET', url: '/items/', headers: { 'x-request-id': 'trace-503' } })
+  t.equal(res.statusCode, 503)
+  const failure = lines.find((line) => line.msg === 'request failed')
+  t.match(failure, { reqId: 'trace-503', level: 40, error: { type: 'StoreUnavailableError', cause: { message: String } } })
 })
