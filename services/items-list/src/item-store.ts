@@ -1,7 +1,10 @@
 import { createHash } from 'node:crypto'
 import { createClient, defineScript, type CommandParser } from 'redis'
 import type { FastifyBaseLogger } from 'fastify'
+import { Registry } from 'prom-client'
 import { describeError } from '@repo/http-errors'
+import type { RateLimitRedis } from '@repo/service-kit'
+import { createStoreMetrics, type StoreCommand } from './store-metrics.ts'
 
 /** What became of an append made under an idempotency key. */
 export type OnceOutcome = 'appended' | 'replayed' | 'conflict'
@@ -34,6 +37,13 @@ export class StoreUnavailableError extends Error {
   }
 }
 
+/** The deadline passed before Redis answered: counted as a timeout rather than an error. */
+class DeadlinePassedError extends StoreUnavailableError {
+  constructor(deadlineMs: number) {
+    super(`Redis did not answer within ${deadlineMs} ms`)
+  }
+}
+
 export interface RedisItemStoreOptions {
   /** `redis://` or `rediss://`; when given, it replaces host, port, password and database. */
   url?: string | undefined
@@ -44,6 +54,8 @@ export interface RedisItemStoreOptions {
   key: string
   /** How long an idempotency key is remembered. */
   idempotencyTtlSeconds?: number
+  /** Where the store's metrics go (the app's registry, served at /metrics). */
+  metrics?: Registry
   /** Longest a command may take before the caller gets `StoreUnavailableError`. */
   deadlineMs?: number
   logger: FastifyBaseLogger
@@ -97,7 +109,7 @@ function fingerprintOf(name: string): string {
  * command has its own deadline, because node-redis's timeout does not cover a command that
  * was already written to a socket that stopped answering.
  */
-export function createRedisItemStore(options: RedisItemStoreOptions): ItemStore {
+export function createRedisItemStore(options: RedisItemStoreOptions): ItemStore & { readonly redis: RateLimitRedis } {
   const { key, logger, deadlineMs = DEFAULT_DEADLINE_MS, idempotencyTtlSeconds = DEFAULT_IDEMPOTENCY_TTL_SECONDS } = options
   const socket = {
     connectTimeout: 1_000,
@@ -117,6 +129,7 @@ export function createRedisItemStore(options: RedisItemStoreOptions): ItemStore 
     commandOptions: { timeout: 0 },
     scripts: { appendOnce: APPEND_ONCE },
   })
+  const metrics = createStoreMetrics(options.metrics ?? new Registry())
   // Where we connect, for the logs: never the URL itself, which may hold a password.
   const target = options.url === undefined ? { host: options.host, port: options.port, database: options.database } : redactedTarget(options.url)
 
@@ -124,11 +137,13 @@ export function createRedisItemStore(options: RedisItemStoreOptions): ItemStore 
   // once, not on every reconnection attempt.
   let outageReported = false
   client.on('error', (error: unknown) => {
+    metrics.up(false)
     if (outageReported) return
     outageReported = true
     logger.warn({ error: describeError(error) }, 'Redis unavailable; reconnecting in the background')
   })
   client.on('ready', () => {
+    metrics.up(true)
     outageReported = false
     logger.info(target, 'Redis connection ready')
   })
@@ -138,9 +153,11 @@ export function createRedisItemStore(options: RedisItemStoreOptions): ItemStore 
   // 'error' listener reports outages, so neither outcome needs handling here.
   client.connect().catch(() => {})
 
+  client.on('end', () => metrics.up(false))
+
   function withDeadline<T>(command: Promise<T>): Promise<T> {
     return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => reject(new StoreUnavailableError(`Redis did not answer within ${deadlineMs} ms`)), deadlineMs)
+      const timer = setTimeout(() => reject(new DeadlinePassedError(deadlineMs)), deadlineMs)
       command.then(
         (value) => {
           clearTimeout(timer)
@@ -154,23 +171,39 @@ export function createRedisItemStore(options: RedisItemStoreOptions): ItemStore 
     })
   }
 
+  /** A command under the deadline, counted and timed by its outcome. */
+  async function run<T>(command: StoreCommand, reply: Promise<T>): Promise<T> {
+    const started = performance.now()
+    try {
+      const value = await withDeadline(reply)
+      metrics.command(command, 'ok', (performance.now() - started) / 1000)
+      return value
+    } catch (error) {
+      metrics.command(command, error instanceof DeadlinePassedError ? 'timeout' : 'error', (performance.now() - started) / 1000)
+      throw error
+    }
+  }
+
   return {
+    // The rate limit counts on the same connection, so that replicas share their counts.
+    redis: client,
     async append(name) {
-      await withDeadline(client.rPush(key, name))
+      await run('rpush', client.rPush(key, name))
     },
     appendOnce(name, idempotencyKey) {
-      return withDeadline(client.appendOnce(key, `${key}:idempotency:${idempotencyKey}`, name, fingerprintOf(name), idempotencyTtlSeconds))
+      const record = `${key}:idempotency:${idempotencyKey}`
+      return run('append_once', client.appendOnce(key, record, name, fingerprintOf(name), idempotencyTtlSeconds))
     },
     list() {
-      return withDeadline(client.lRange(key, 0, -1))
+      return run('lrange', client.lRange(key, 0, -1))
     },
     removeAll(name) {
       // LREM with count 0 removes every occurrence and reports how many: one atomic step,
       // so concurrent deletes of one name cannot both see it.
-      return withDeadline(client.lRem(key, 0, name))
+      return run('lrem', client.lRem(key, 0, name))
     },
     async ping() {
-      await withDeadline(client.ping())
+      await run('ping', client.ping())
     },
     async close() {
       if (!client.isOpen) return

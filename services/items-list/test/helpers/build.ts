@@ -1,6 +1,7 @@
 import type { Test } from 'tap'
 import { createClient } from 'redis'
 import { pino } from 'pino'
+import { Registry } from 'prom-client'
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { FastifyInstance } from 'fastify'
 import { buildApp, type AppConfig, type AppDependencies } from '../../src/app.ts'
@@ -11,7 +12,7 @@ export const ITEMS_KEY = 'items'
 
 export interface TestContext {
   app: FastifyInstance
-  store: ItemStore
+  store: ReturnType<typeof createRedisItemStore>
   redis: PrivateRedis
   /** A separate connection for looking at the list directly. */
   inspector: Inspector
@@ -29,8 +30,9 @@ export async function buildWithRedis(
   deps: Omit<AppDependencies, 'store'> = {},
 ): Promise<TestContext> {
   const redis = await startPrivateRedis()
-  const store = createRedisItemStore({ host: '127.0.0.1', port: redis.port, database: 0, key: ITEMS_KEY, logger: silentLogger })
-  const app = await buildApp(config, { store, ...deps })
+  const metrics = deps.metrics ?? new Registry()
+  const store = createRedisItemStore({ host: '127.0.0.1', port: redis.port, database: 0, key: ITEMS_KEY, logger: silentLogger, metrics })
+  const app = await buildApp(config, { store, rateLimitRedis: store.redis, ...deps, metrics })
   const inspector = await connectInspector(redis.port)
   await waitUntilReady(store)
 
