@@ -1,5 +1,4 @@
 import cors from '@fastify/cors'
-import helmet from '@fastify/helmet'
 import swagger from '@fastify/swagger'
 import swaggerUi from '@fastify/swagger-ui'
 import type { Registry } from 'prom-client'
@@ -7,6 +6,7 @@ import type { FastifyInstance } from 'fastify'
 import { registerMetrics } from './metrics.ts'
 import { registerRateLimit, type RateLimitRedis } from './rate-limit.ts'
 import { echoRequestId } from './request-id.ts'
+import { addSecurityHeaders } from './security-headers.ts'
 
 export interface HttpSetupOptions {
   /** The OpenAPI document's `info`. */
@@ -43,7 +43,7 @@ const CONTENT_SECURITY_POLICY = { directives: { upgradeInsecureRequests: null } 
  */
 export async function registerHttpSetup(app: FastifyInstance, options: HttpSetupOptions): Promise<void> {
   echoRequestId(app)
-  await app.register(helmet, { contentSecurityPolicy: CONTENT_SECURITY_POLICY })
+  addSecurityHeaders(app, { contentSecurityPolicy: CONTENT_SECURITY_POLICY })
 
   const origins = options.corsOrigins
   if (origins) {

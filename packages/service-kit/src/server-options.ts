@@ -7,8 +7,8 @@ const REQUEST_TIMEOUT_MS = 30_000
 /** The Fastify options every service shares, from the variables of `serverSettings`. */
 export function serverOptions(config: { TRUST_PROXY?: string | undefined }) {
   return {
+    // Its log label stays Fastify's default, `reqId`.
     genReqId: requestIdOf,
-    requestIdLogLabel: 'reqId',
     requestTimeout: REQUEST_TIMEOUT_MS,
     trustProxy: trustProxy(config.TRUST_PROXY),
   } satisfies FastifyServerOptions
