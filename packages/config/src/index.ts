@@ -32,13 +32,31 @@ export function CommaSeparated(options: { description?: string } = {}): TUnsafe<
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const
 
-/** The variables every service reads: where it listens, how it logs, whom it lets call it. */
+/**
+ * `TRUST_PROXY`: `true`, `false`, a hop count, or comma-separated addresses, CIDRs and proxy-addr's
+ * names (`loopback`, `linklocal`, `uniquelocal`). Only the shape is checked here; Fastify's
+ * proxy-addr rejects an address it cannot parse when the app is built.
+ */
+const TRUST_PROXY_PATTERN = '^[0-9A-Za-z.:/]+( *, *[0-9A-Za-z.:/]+)*$'
+
+/** The variables every service reads: where it listens, how it logs, whom it lets call it, and how often. */
 export function serverSettings(defaults: { port: number }) {
   return {
     HOST: Type.String({ default: '0.0.0.0', minLength: 1, description: 'listen address' }),
     PORT: Type.Integer({ default: defaults.port, minimum: 0, maximum: 65535, description: 'listen port' }),
     LOG_LEVEL: OneOf(LOG_LEVELS, { default: 'info', description: 'pino log level' }),
     CORS_ORIGINS: Type.Optional(CommaSeparated({ description: 'allowed origins, comma-separated, or *' })),
+    TRUST_PROXY: Type.Optional(
+      Type.String({
+        pattern: TRUST_PROXY_PATTERN,
+        description: 'which proxies to believe about the client address: true, a hop count, or addresses/CIDRs; unset: none',
+      }),
+    ),
+    RATE_LIMIT_PER_MINUTE: Type.Integer({
+      default: 0,
+      minimum: 0,
+      description: 'requests one client address may make per minute; 0: no limit',
+    }),
   } satisfies TProperties
 }
 

@@ -20,7 +20,7 @@ function problemsOf(env: NodeJS.ProcessEnv): readonly string[] {
 
 t.test('unset variables take their defaults', async (t) => {
   const config = loadConfig(Schema, {})
-  t.same(config, { HOST: '0.0.0.0', PORT: 8080, LOG_LEVEL: 'info', RETRIES: 3 })
+  t.same(config, { HOST: '0.0.0.0', PORT: 8080, LOG_LEVEL: 'info', RATE_LIMIT_PER_MINUTE: 0, RETRIES: 3 })
 })
 
 t.test('numeric variables are coerced to numbers', async (t) => {
@@ -38,6 +38,24 @@ t.test('an empty variable counts as unset', async (t) => {
 t.test('CORS_ORIGINS is read as a trimmed list', async (t) => {
   const config = loadConfig(Schema, { CORS_ORIGINS: 'https://a.example, https://b.example,' })
   t.same(config.CORS_ORIGINS, ['https://a.example', 'https://b.example'])
+})
+
+t.test('TRUST_PROXY is off and RATE_LIMIT_PER_MINUTE is 0 (no limit) unless set', async (t) => {
+  const config = loadConfig(Schema, {})
+  t.notOk('TRUST_PROXY' in config)
+  t.equal(config.RATE_LIMIT_PER_MINUTE, 0)
+})
+
+t.test('TRUST_PROXY takes true, a hop count or a list of addresses and CIDRs, and nothing else', async (t) => {
+  for (const value of ['true', '2', '10.0.0.0/8, 127.0.0.1', 'loopback,::1']) {
+    t.equal(loadConfig(Schema, { TRUST_PROXY: value }).TRUST_PROXY, value, value)
+  }
+  t.same(problemsOf({ TRUST_PROXY: '10.0.0.1; rm' }), ['TRUST_PROXY must match pattern "^[0-9A-Za-z.:/]+( *, *[0-9A-Za-z.:/]+)*$"'])
+})
+
+t.test('RATE_LIMIT_PER_MINUTE is a count of requests, not a negative one', async (t) => {
+  t.equal(loadConfig(Schema, { RATE_LIMIT_PER_MINUTE: '120' }).RATE_LIMIT_PER_MINUTE, 120)
+  t.same(problemsOf({ RATE_LIMIT_PER_MINUTE: '-1' }), ['RATE_LIMIT_PER_MINUTE must be >= 0'])
 })
 
 t.test('variables the schema does not declare are ignored', async (t) => {

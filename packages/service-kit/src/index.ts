@@ -1,2 +1,5 @@
 export { AccessLog } from './access-log.ts'
-export { runService, type ServiceDefinition } from './run-service.ts'
+export { registerHttpSetup, type HttpSetupOptions } from './http-setup.ts'
+export type { RateLimitRedis } from './rate-limit.ts'
+export { LOG_REDACT_PATHS, runService, type ServiceDefinition } from './run-service.ts'
+export { serverOptions } from './server-options.ts'

@@ -9,6 +9,26 @@ import { endKeepAliveOnClose } from './keep-alive.ts'
 /** Inside the 10 s an orchestrator waits between SIGTERM and SIGKILL. */
 const SHUTDOWN_DEADLINE_MS = 8_000
 
+/**
+ * Credentials never reach a log line where a serializer or a caller could put them. Exact paths
+ * only: a wildcard makes pino's redaction walk every object of every line, which cost about 8 µs
+ * per access line, more than the rest of the line.
+ */
+export const LOG_REDACT_PATHS = [
+  'req.headers.authorization',
+  'req.headers["proxy-authorization"]',
+  'req.headers.cookie',
+  'res.headers["set-cookie"]',
+  'headers.authorization',
+  'headers.cookie',
+  'password',
+  'token',
+]
+
+/** Log lines wait in memory until this many bytes are ready, or for `LOG_FLUSH_INTERVAL_MS`. */
+const LOG_BUFFER_BYTES = 4096
+const LOG_FLUSH_INTERVAL_MS = 1_000
+
 /** What every service's configuration holds (see `serverSettings`). */
 interface ServerConfig {
   HOST: string
@@ -30,10 +50,20 @@ export interface ServiceDefinition<Schema extends TObject> {
  * exits 1 with one line per bad variable), logs JSON lines to stdout, listens, and on SIGTERM or
  * SIGINT stops accepting, lets in-flight requests finish, closes the app's dependencies and
  * exits 0; an uncaught error closes the same way and exits 1.
+ *
+ * Log lines are buffered and written in 4 KB batches, or every second when fewer arrive: a
+ * write per access line cost items-list a quarter of its throughput. The batches are written
+ * synchronously: measured under load, pino's asynchronous mode spent more on its thread-pool
+ * round trip per batch than the write itself costs. Whatever is still buffered is written when
+ * the process exits, after a shutdown or a crash alike.
  */
 export async function runService<Schema extends TObject>(service: ServiceDefinition<Schema>): Promise<void> {
   const config = readConfig(service)
-  const logger = pino({ level: config.LOG_LEVEL })
+  const destination = pino.destination({ dest: 1, sync: true, minLength: LOG_BUFFER_BYTES })
+  setInterval(() => destination.flush(), LOG_FLUSH_INTERVAL_MS).unref()
+  // 'exit' comes last, after close-with-grace has logged the shutdown or the crash.
+  process.on('exit', () => destination.flushSync())
+  const logger = pino({ level: config.LOG_LEVEL, redact: LOG_REDACT_PATHS }, destination)
   const { app, close } = await service.start(config, logger)
   endKeepAliveOnClose(app)
 

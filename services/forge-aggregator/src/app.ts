@@ -1,11 +1,8 @@
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify'
-import cors from '@fastify/cors'
-import swagger from '@fastify/swagger'
-import swaggerUi from '@fastify/swagger-ui'
+import { Registry } from 'prom-client'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { frameworkErrorHandler, registerErrorHandling } from '@repo/http-errors'
-import { AccessLog } from '@repo/service-kit'
-import { Registry } from 'prom-client'
+import { AccessLog, registerHttpSetup, serverOptions } from '@repo/service-kit'
 import type { ForgeAggregatorConfig } from './config.ts'
 import type { ForgeClient } from './forge-client.ts'
 import { createForgeService } from './forge-service.ts'
@@ -27,7 +24,9 @@ export type AppConfig = Pick<
   | 'FORGE_MAX_REPO_PAGES'
   | 'FORGE_TIMEOUT_MS'
   | 'FORGE_STALE_SECONDS'
->
+  | 'TRUST_PROXY'
+> &
+  Partial<Pick<ForgeAggregatorConfig, 'RATE_LIMIT_PER_MINUTE'>>
 
 export interface AppDependencies {
   client: ForgeClient
@@ -37,7 +36,10 @@ export interface AppDependencies {
   shared?: SharedStore | undefined
   /** The response cache's wall clock (ms); tests bring their own. */
   now?: () => number
-  /** Where the aggregator's metrics are registered (DESIGN §8); a registry of its own unless given. */
+  /**
+   * The registry `/metrics` serves, the aggregator's own metrics included (DESIGN §8); a new one
+   * when omitted, never prom-client's global one (tests build several apps in one process).
+   */
   metrics?: Registry
 }
 
@@ -48,9 +50,11 @@ const errorBody = (error: string) => ({ error })
 
 /** Builds the forge-aggregator application around `client`. Never listens: `server.ts` does. */
 export async function buildApp(config: AppConfig, deps: AppDependencies): Promise<FastifyInstance> {
+  const metrics = deps.metrics ?? new Registry()
   const app = Fastify({
     loggerInstance: deps.logger,
     logController: new AccessLog(),
+    ...serverOptions(config),
     // "?user_name=a&user_name=b" is an array, and an array is not a login.
     ajv: { customOptions: { coerceTypes: false } },
     frameworkErrors: frameworkErrorHandler({ errorBody }),
@@ -61,20 +65,20 @@ export async function buildApp(config: AppConfig, deps: AppDependencies): Promis
     internalErrorBody: { error: 'Internal server error', details: 'Unexpected error; the server log has the cause' },
   })
 
-  if (config.CORS_ORIGINS) {
-    await app.register(cors, { origin: config.CORS_ORIGINS.includes('*') ? '*' : config.CORS_ORIGINS, methods: ['GET', 'HEAD'] })
-  }
-
-  await app.register(swagger, {
+  await registerHttpSetup(app, {
     openapi: {
-      info: {
-        title: 'forge-aggregator',
-        version: '1.0.0',
-        description: "One code-hosting user's profile, repositories, followers and issue/PR counts in one answer.",
-      },
+      title: 'forge-aggregator',
+      version: '1.0.0',
+      description: "One code-hosting user's profile, repositories, followers and issue/PR counts in one answer.",
     },
+    errorBody,
+    corsOrigins: config.CORS_ORIGINS,
+    corsMethods: ['GET', 'HEAD'],
+    metrics,
+    rateLimitPerMinute: config.RATE_LIMIT_PER_MINUTE,
+    // With REDIS_URL the replicas count each client together; in the process otherwise.
+    redis: deps.shared?.rateLimitRedis,
   })
-  await app.register(swaggerUi, { routePrefix: '/docs' })
 
   const service = createForgeService({
     client: deps.client,
@@ -90,7 +94,7 @@ export async function buildApp(config: AppConfig, deps: AppDependencies): Promis
     budget: deps.client.budget,
     shared: deps.shared,
     waitMs: config.FORGE_TIMEOUT_MS,
-    onResult: createCacheResultCounter(deps.metrics ?? new Registry()),
+    onResult: createCacheResultCounter(metrics),
   })
   const routeOptions = { service, cache, defaultUser: config.FORGE_DEFAULT_USER }
   await app.register(healthRoutes)

@@ -199,6 +199,7 @@ export function createRedisStore(options: RedisStoreOptions): SharedStore {
         .finally(() => clearInterval(watchdog))
       return { done, cancel: () => cancelled.abort() }
     },
+    rateLimitRedis: client,
     async close() {
       clearInterval(probe)
       wakeEveryone()

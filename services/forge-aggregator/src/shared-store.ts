@@ -1,3 +1,5 @@
+import type { RateLimitRedis } from '@repo/service-kit'
+
 /**
  * What replicas share (DESIGN §7): answers, held upstream bodies, the rate-limit budget and the
  * production locks. Every method is best effort and never throws: a store that cannot answer
@@ -26,6 +28,8 @@ export interface SharedStore {
    * announced in between is not missed.
    */
   waitForRelease(key: string, timeoutMs: number): { done: Promise<boolean>; cancel(): void }
+  /** The connection the rate limit counts on (`RATE_LIMIT_PER_MINUTE`), so replicas count each client together. */
+  readonly rateLimitRedis: RateLimitRedis
   /** Closes the connections. */
   close(): Promise<void>
 }

@@ -8,6 +8,7 @@ t.test('defaults: port 3000, api.github.com, octocat, no token, 10 s, 60 s, 30 f
     HOST: '0.0.0.0',
     PORT: 3000,
     LOG_LEVEL: 'info',
+    RATE_LIMIT_PER_MINUTE: 0,
     FORGE_API_URL: 'https://api.github.com',
     FORGE_DEFAULT_USER: 'octocat',
     FORGE_TIMEOUT_MS: 10_000,

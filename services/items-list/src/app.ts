@@ -1,35 +1,42 @@
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify'
-import cors from '@fastify/cors'
-import swagger from '@fastify/swagger'
-import swaggerUi from '@fastify/swagger-ui'
+import { Registry } from 'prom-client'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { HttpError, frameworkErrorHandler, registerErrorHandling } from '@repo/http-errors'
-import { AccessLog } from '@repo/service-kit'
+import { AccessLog, registerHttpSetup, serverOptions, type RateLimitRedis } from '@repo/service-kit'
 import type { ItemsListConfig } from './config.ts'
 import { StoreUnavailableError, type ItemStore } from './item-store.ts'
 import { healthRoutes } from './routes/health.ts'
 import { itemRoutes } from './routes/items.ts'
 import { rootRoutes } from './routes/root.ts'
 
-export type AppConfig = Pick<ItemsListConfig, 'CORS_ORIGINS'>
+export type AppConfig = Pick<ItemsListConfig, 'CORS_ORIGINS' | 'TRUST_PROXY'> & Partial<Pick<ItemsListConfig, 'RATE_LIMIT_PER_MINUTE'>>
 
 export interface AppDependencies {
   store: ItemStore
   /** The process logger (`server.ts` creates it); no logging when omitted. */
   logger?: FastifyBaseLogger
+  /** The registry `/metrics` serves; a new one when omitted (never prom-client's global one). */
+  metrics?: Registry
+  /** Where the rate limit counts, shared by replicas: the store's Redis. In the process when omitted. */
+  rateLimitRedis?: RateLimitRedis
 }
 
 const errorBody = (detail: string) => ({ detail })
 
 const BODY_LIMIT_BYTES = 16 * 1024
-/** A 1024-character name, percent-encoded at up to 12 characters per code point, must still route. */
-const MAX_PARAM_LENGTH = 1024 * 12
+/**
+ * The router measures a parameter after percent-decoding, in UTF-16 code units: a 1024-character
+ * name of astral characters (emoji) is 2048 units. Twice that, so that a name somewhat too long
+ * still reaches the schema and is answered 422, not 404.
+ */
+const MAX_PARAM_LENGTH = 1024 * 2 * 2
 
 /** Builds the items-list application around `store`. Never listens: `server.ts` does. */
 export async function buildApp(config: AppConfig, deps: AppDependencies): Promise<FastifyInstance> {
   const app = Fastify({
     ...(deps.logger ? { loggerInstance: deps.logger } : { logger: false }),
     logController: new AccessLog(),
+    ...serverOptions(config),
     bodyLimit: BODY_LIMIT_BYTES,
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: MAX_PARAM_LENGTH },
     // Names are strings: {"name": 123} is an error, not "123".
@@ -48,20 +55,15 @@ export async function buildApp(config: AppConfig, deps: AppDependencies): Promis
         : undefined,
   })
 
-  if (config.CORS_ORIGINS) {
-    await app.register(cors, {
-      origin: config.CORS_ORIGINS.includes('*') ? '*' : config.CORS_ORIGINS,
-      // @fastify/cors allows only GET, HEAD and POST unless told otherwise.
-      methods: ['GET', 'HEAD', 'POST', 'DELETE'],
-    })
-  }
-
-  await app.register(swagger, {
-    openapi: {
-      info: { title: 'items-list', version: '1.0.0', description: 'An ordered list of item names kept in Redis.' },
-    },
+  await registerHttpSetup(app, {
+    openapi: { title: 'items-list', version: '1.0.0', description: 'An ordered list of item names kept in Redis.' },
+    errorBody,
+    corsOrigins: config.CORS_ORIGINS,
+    corsMethods: ['GET', 'HEAD', 'POST', 'DELETE'],
+    metrics: deps.metrics ?? new Registry(),
+    rateLimitPerMinute: config.RATE_LIMIT_PER_MINUTE,
+    redis: deps.rateLimitRedis,
   })
-  await app.register(swaggerUi, { routePrefix: '/docs' })
 
   await app.register(rootRoutes)
   await app.register(healthRoutes, { store: deps.store })

@@ -65,6 +65,12 @@ for (const { rule, request, status, detail } of badBodies) {
   })
 }
 
+t.test('DELETE with a name of 1025 astral characters answers 422, not 404', async (t) => {
+  const res = await app.inject({ method: 'DELETE', url: `/items/${encodeURIComponent('🍐'.repeat(1025))}` })
+  t.equal(res.statusCode, 422)
+  t.same(res.json(), { detail: 'params/item_name must NOT have more than 1024 characters' })
+})
+
 t.test('DELETE with a name longer than 1024 characters answers 422 and changes nothing', async (t) => {
   await inspector.rPush('items', 'existing')
   const res = await app.inject({ method: 'DELETE', url: `/items/${'x'.repeat(1025)}` })

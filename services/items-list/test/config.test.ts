@@ -8,10 +8,12 @@ t.test('defaults: port 8080 on all interfaces, Redis at localhost:6379 db 0, key
     HOST: '0.0.0.0',
     PORT: 8080,
     LOG_LEVEL: 'info',
+    RATE_LIMIT_PER_MINUTE: 0,
     REDIS_HOST: 'localhost',
     REDIS_PORT: 6379,
     REDIS_DB: 0,
     ITEMS_KEY: 'items',
+    IDEMPOTENCY_TTL_SECONDS: 86_400,
   })
 })
 
@@ -21,23 +23,37 @@ t.test('every variable of the README table is read', async (t) => {
     PORT: '9000',
     LOG_LEVEL: 'debug',
     CORS_ORIGINS: 'https://a.example,https://b.example',
+    TRUST_PROXY: '10.0.0.0/8',
+    RATE_LIMIT_PER_MINUTE: '600',
+    REDIS_URL: 'rediss://:pw@redis.example:6390/4',
     REDIS_HOST: 'redis',
     REDIS_PORT: '6380',
     REDIS_PASSWORD: 'hunter2',
     REDIS_DB: '3',
     ITEMS_KEY: 'shopping',
+    IDEMPOTENCY_TTL_SECONDS: '3600',
   })
   t.same(config, {
     HOST: '127.0.0.1',
     PORT: 9000,
     LOG_LEVEL: 'debug',
     CORS_ORIGINS: ['https://a.example', 'https://b.example'],
+    TRUST_PROXY: '10.0.0.0/8',
+    RATE_LIMIT_PER_MINUTE: 600,
+    REDIS_URL: 'rediss://:pw@redis.example:6390/4',
     REDIS_HOST: 'redis',
     REDIS_PORT: 6380,
     REDIS_PASSWORD: 'hunter2',
     REDIS_DB: 3,
     ITEMS_KEY: 'shopping',
+    IDEMPOTENCY_TTL_SECONDS: 3600,
   })
+})
+
+t.test('REDIS_URL must be a redis:// or rediss:// URL; IDEMPOTENCY_TTL_SECONDS at least 1', async (t) => {
+  const error = t.throws(() => loadConfig(ItemsListConfig, { REDIS_URL: 'http://:secret@redis', IDEMPOTENCY_TTL_SECONDS: '0' }))
+  t.same((error as ConfigError).problems, ['REDIS_URL must match pattern "^rediss?://"', 'IDEMPOTENCY_TTL_SECONDS must be >= 1'])
+  t.notMatch((error as Error).message, 'secret')
 })
 
 t.test('a bad REDIS_PORT is named, and the password never printed', async (t) => {

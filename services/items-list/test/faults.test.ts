@@ -70,6 +70,60 @@ t.test('every name that got a 201 across a Redis crash and restart is in Redis',
   t.same(acknowledged.filter((name) => !stored.has(name)), [], 'no acknowledged name is missing')
 })
 
+t.test('clients that retry their 503s with an Idempotency-Key store every name exactly once across a Redis crash', async (t) => {
+  const { app, redis, store, storedItems } = await buildWithRedis(t)
+  const statuses = new Set<number>()
+  let replays = 0
+
+  /** A client as the README asks for: one key per name, the same key on every retry of a 503. */
+  async function appendRetrying(name: string): Promise<void> {
+    for (let attempt = 0; attempt < 200; attempt++) {
+      const res = await app.inject({ method: 'POST', url: '/items/', payload: { name }, headers: { 'idempotency-key': `key-${name}` } })
+      statuses.add(res.statusCode)
+      if (res.statusCode === 201) {
+        if (res.headers['idempotent-replayed'] === 'true') replays++
+        return
+      }
+      await sleep(10)
+    }
+    throw new Error(`${name} was never acknowledged`)
+  }
+
+  const clients = Array.from({ length: 20 }, async (_, client) => {
+    for (let index = 0; index < 25; index++) await appendRetrying(`c${client}-${index}`)
+  })
+  await sleep(100)
+  await redis.stop()
+  await sleep(300)
+  await redis.start()
+  await Promise.all(clients)
+  await waitUntilReady(store)
+
+  t.same([...statuses].sort(), [201, 503], 'the crash failed some attempts')
+  const stored = await storedItems()
+  const expected = Array.from({ length: 20 }, (_, client) => Array.from({ length: 25 }, (_, index) => `c${client}-${index}`)).flat()
+  t.same([...stored].sort(), expected.sort(), 'every name once: none lost, none twice')
+  t.comment(`${replays} retries found their first attempt already stored`)
+})
+
+t.test('an append answered 503 but stored after all is not stored again when its client retries with its key', async (t) => {
+  const { app, redis, store, storedItems } = await buildWithRedis(t)
+  const attempt = () => app.inject({ method: 'POST', url: '/items/', payload: { name: 'late' }, headers: { 'idempotency-key': 'k-late' } })
+
+  // Frozen, Redis holds the command unread past the deadline; thawed, it runs it.
+  redis.pause()
+  const first = await attempt()
+  redis.resume()
+  await waitUntilReady(store)
+  t.equal(first.statusCode, 503)
+  t.same(await storedItems(), ['late'], 'the 503 was stored all the same')
+
+  const retry = await attempt()
+  t.equal(retry.statusCode, 201)
+  t.equal(retry.headers['idempotent-replayed'], 'true')
+  t.same(await storedItems(), ['late'], 'and the retry stored nothing more')
+})
+
 t.test('a Redis that stops answering gets 503 within 1 s, not a hanging request', async (t) => {
   const { app, redis, store } = await buildWithRedis(t)
   redis.pause()

@@ -1,6 +1,7 @@
 import t from 'tap'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { createRedisItemStore, StoreUnavailableError } from '../src/item-store.ts'
+import { pino } from 'pino'
 import { silentLogger, waitUntilReady } from './helpers/build.ts'
 import { startPrivateRedis } from '@repo/test-support'
 
@@ -62,6 +63,31 @@ t.test('REDIS_PASSWORD authenticates; without it a protected Redis is unavailabl
   await withPassword.append('allowed')
   t.same(await withPassword.list(), ['allowed'])
   await t.rejects(withoutPassword.list(), StoreUnavailableError)
+})
+
+t.test('REDIS_URL replaces host, port, password and database, and its password is never logged', async (t) => {
+  const protectedRedis = await startPrivateRedis(['--requirepass', 's3cret'])
+  const lines: string[] = []
+  const logger = pino({ level: 'info' }, { write: (line: string) => lines.push(line) })
+  const store = createRedisItemStore({
+    url: `redis://:s3cret@127.0.0.1:${protectedRedis.port}/5`,
+    host: 'nowhere.invalid',
+    port: 1,
+    database: 0,
+    key: 'by-url',
+    logger,
+  })
+  const inDb5 = createRedisItemStore({ host: '127.0.0.1', port: protectedRedis.port, password: 's3cret', database: 5, key: 'by-url', logger: silentLogger })
+  t.teardown(async () => {
+    await store.close()
+    await inDb5.close()
+    await protectedRedis.dispose()
+  })
+  await waitUntilReady(store)
+  await store.append('via url')
+  t.same(await inDb5.list(), ['via url'], 'in the database the URL names')
+  t.match(lines.join(''), `"url":"redis://127.0.0.1:${protectedRedis.port}/5"`)
+  t.notMatch(lines.join(''), 's3cret')
 })
 
 t.test('a command Redis does not answer within the deadline fails with StoreUnavailableError', async (t) => {

@@ -81,6 +81,15 @@ t.test('a 1024-character name can be added and deleted', async (t) => {
   t.same(await storedItems(), [])
 })
 
+t.test('a 1024-character name of astral characters (two UTF-16 units each) can be deleted', async (t) => {
+  const name = '🍐'.repeat(1024)
+  t.equal((await add(name)).statusCode, 201)
+  const res = await app.inject({ method: 'DELETE', url: `/items/${encodeURIComponent(name)}` })
+  t.equal(res.statusCode, 200)
+  t.same(res.json(), { message: `Item ${name} deleted successfully` })
+  t.same(await storedItems(), [])
+})
+
 t.test('names are stored exactly as sent, whitespace and case included', async (t) => {
   for (const name of [' Apple ', 'apple', 'APPLE']) await add(name)
   t.same(await storedItems(), [' Apple ', 'apple', 'APPLE'])

@@ -1,9 +1,33 @@
-import { Type, type TSchema } from '@sinclair/typebox'
+import { Type, type Static, type TSchema } from '@sinclair/typebox'
 
 /** A field the upstream may give as null: returned as null, key present. */
 export const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()])
 
+const header = (description: string) => ({ type: 'string', description })
+
+/** The response headers of an answer from the cache (DESIGN §4, §7), as the OpenAPI document shows them. */
+const CACHING_HEADERS = {
+  ETag: header('strong validator of the body; send it back in If-None-Match'),
+  'Cache-Control': header('public (private when the answer holds private data), max-age = seconds the answer stays fresh'),
+  'Cache-Status': header('RFC 9211: how the shared cache produced the answer (hit, miss, collapsed, revalidated, stale)'),
+  Age: header('seconds since the answer was produced'),
+}
+
+/** Marks a success schema with the headers a cached answer carries. */
+export const CachedAnswer = <T extends TSchema>(schema: T, extraHeaders: Record<string, unknown> = {}) =>
+  Type.Unsafe<Static<T>>({ ...schema, headers: { ...CACHING_HEADERS, ...extraHeaders } })
+
 export const ErrorBody = Type.Object({ error: Type.String() })
+export const RateLimited = Type.Object(
+  { error: Type.String() },
+  {
+    description: 'The upstream rate limit is spent or access is forbidden',
+    headers: { 'Retry-After': header('seconds until the upstream budget resets, when known') },
+  },
+)
 export const FailureBody = Type.Object({ error: Type.String(), details: Type.String() })
-export const NotModified = Type.Null({ description: "Not Modified: the caller's If-None-Match matched the current ETag" })
+export const NotModified = Type.Null({
+  description: "Not Modified: the caller's If-None-Match matched the current ETag",
+  headers: { ETag: CACHING_HEADERS.ETag, 'Cache-Control': CACHING_HEADERS['Cache-Control'] },
+})
 

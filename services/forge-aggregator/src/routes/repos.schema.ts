@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox'
-import { Nullable } from './common.schema.ts'
+import { CachedAnswer, Nullable } from './common.schema.ts'
 
 export const ReposQuery = Type.Object({
   repo_name: Type.Optional(
@@ -32,6 +32,9 @@ export const RepositoryList = Type.Object({
   repos: Type.Array(Repository, { maxItems: 100 }),
   totalCount: Type.Integer({ description: 'repositories returned' }),
 })
+
+/** The 200 answer: one repository's counts, or the list; with the headers it carries. */
+export const RepositoryAnswer = CachedAnswer(Type.Union([RepositoryCounts, RepositoryList]))
 
 export type RepositoryCounts = Static<typeof RepositoryCounts>
 export type Repository = Static<typeof Repository>

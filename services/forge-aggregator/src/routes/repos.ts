@@ -1,9 +1,8 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { Type } from '@sinclair/typebox'
 import { sendCachedAnswer } from '../http-caching.ts'
 import type { ProducedAnswer } from '../response-cache.ts'
-import { ErrorBody, FailureBody, NotModified } from './common.schema.ts'
-import { RepositoryCounts, RepositoryList, ReposQuery } from './repos.schema.ts'
+import { ErrorBody, FailureBody, NotModified, RateLimited } from './common.schema.ts'
+import { RepositoryAnswer, ReposQuery } from './repos.schema.ts'
 import { invalidRequest, orUpstreamAnswer } from './upstream-answers.ts'
 import type { ForgeRouteOptions } from './users.ts'
 
@@ -19,10 +18,10 @@ export const repoRoutes: FastifyPluginAsyncTypebox<ForgeRouteOptions> = async (a
         description: 'The owner is FORGE_DEFAULT_USER. With repo_name: {stars, forksCount}; without: {repos, totalCount}.',
         querystring: ReposQuery,
         response: {
-          200: Type.Union([RepositoryCounts, RepositoryList]),
+          200: RepositoryAnswer,
           304: NotModified,
           400: ErrorBody,
-          403: ErrorBody,
+          403: RateLimited,
           404: ErrorBody,
           500: FailureBody,
         },

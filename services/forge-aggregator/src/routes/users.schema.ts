@@ -1,6 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox'
 import { LOGIN_PATTERN } from '../config.ts'
-import { Nullable } from './common.schema.ts'
+import { CachedAnswer, Nullable } from './common.schema.ts'
 
 export const UsersQuery = Type.Object({
   user_name: Type.Optional(Type.String({ pattern: LOGIN_PATTERN, description: 'defaults to FORGE_DEFAULT_USER' })),
@@ -58,6 +58,14 @@ export const UserOverview = Type.Object({
   stats: Stats,
   followers: Type.Array(Follower),
   topRepos: Type.Array(TopRepo, { maxItems: 10, description: 'by stargazers_count descending, ties by name' }),
+})
+
+/** The 200 answer, with the headers it carries. */
+export const UserAnswer = CachedAnswer(UserOverview, {
+  'X-Forge-Partial': {
+    type: 'string',
+    description: 'present when the issue or pull-request search failed: the missing fields (totalIssues, totalPRs), comma-separated',
+  },
 })
 
 export type ForgeUser = Static<typeof ForgeUser>

@@ -2,9 +2,9 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { ForgeService } from '../forge-service.ts'
 import type { ResponseCache } from '../response-cache.ts'
 import { sendCachedAnswer } from '../http-caching.ts'
-import { ErrorBody, FailureBody, NotModified } from './common.schema.ts'
+import { ErrorBody, FailureBody, NotModified, RateLimited } from './common.schema.ts'
 import { invalidRequest, orUpstreamAnswer } from './upstream-answers.ts'
-import { UserOverview, UsersQuery } from './users.schema.ts'
+import { UserAnswer, UsersQuery } from './users.schema.ts'
 
 export interface ForgeRouteOptions {
   service: ForgeService
@@ -21,7 +21,7 @@ export const userRoutes: FastifyPluginAsyncTypebox<ForgeRouteOptions> = async (a
       schema: {
         summary: "One user's profile, statistics, followers and top repositories",
         querystring: UsersQuery,
-        response: { 200: UserOverview, 304: NotModified, 400: ErrorBody, 403: ErrorBody, 404: ErrorBody, 500: FailureBody },
+        response: { 200: UserAnswer, 304: NotModified, 400: ErrorBody, 403: RateLimited, 404: ErrorBody, 500: FailureBody },
       },
       // The spec's words name the parameter, not the rule it broke.
       schemaErrorFormatter: () => invalidRequest('Invalid user_name'),

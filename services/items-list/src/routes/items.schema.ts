@@ -9,6 +9,19 @@ export type NewItem = Static<typeof NewItem>
 export const ItemNameParams = Type.Object({ item_name: ItemName })
 export type ItemNameParams = Static<typeof ItemNameParams>
 
+/** IETF httpapi idempotency-key draft: one key per request a client may retry. */
+export const IdempotencyHeaders = Type.Object({
+  'idempotency-key': Type.Optional(
+    Type.String({
+      minLength: 1,
+      maxLength: 255,
+      pattern: '^[\\x20-\\x7E]+$',
+      description:
+        '1–255 printable ASCII characters. A retry with the same key and name appends nothing and gets the first answer again, with Idempotent-Replayed: true; the same key with another name is refused (422).',
+    }),
+  ),
+})
+
 export const Message = Type.Object({ message: Type.String() })
 export const ItemList = Type.Object({ items: Type.Array(Type.String()) })
 export const ErrorDetail = Type.Object({ detail: Type.String() })

@@ -1,9 +1,17 @@
+import { Type } from '@sinclair/typebox'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { HttpError } from '@repo/http-errors'
 import type { ItemStore } from '../item-store.ts'
-import { ErrorDetail, ItemList, ItemNameParams, Message, NewItem } from './items.schema.ts'
+import { ErrorDetail, IdempotencyHeaders, ItemList, ItemNameParams, Message, NewItem } from './items.schema.ts'
 
 const STORE_DOWN = { 503: ErrorDetail }
+const ADDED = { message: 'Item added successfully' }
+const Added = Type.Object(Message.properties, {
+  description: 'Appended, or, for a repeated Idempotency-Key, appended by the first request',
+  headers: {
+    'Idempotent-Replayed': { type: 'string', enum: ['true'], description: 'present when this answers a repeated Idempotency-Key' },
+  },
+})
 const BAD_BODY = { 400: ErrorDetail, 413: ErrorDetail, 415: ErrorDetail, 422: ErrorDetail }
 
 /** The list itself: append, read, delete every occurrence of a name. */
@@ -13,13 +21,22 @@ export const itemRoutes: FastifyPluginAsyncTypebox<{ store: ItemStore }> = async
     {
       schema: {
         summary: 'Append a name to the end of the list',
+        headers: IdempotencyHeaders,
         body: NewItem,
-        response: { 201: Message, ...BAD_BODY, ...STORE_DOWN },
+        response: { 201: Added, ...BAD_BODY, ...STORE_DOWN },
       },
     },
     async (request, reply) => {
-      await store.append(request.body.name)
-      return reply.code(201).send({ message: 'Item added successfully' })
+      const { name } = request.body
+      const idempotencyKey = request.headers['idempotency-key']
+      if (idempotencyKey === undefined) {
+        await store.append(name)
+        return reply.code(201).send(ADDED)
+      }
+      const outcome = await store.appendOnce(name, idempotencyKey)
+      if (outcome === 'conflict') throw new HttpError(422, { detail: 'Idempotency-Key was already used with another name' })
+      if (outcome === 'replayed') reply.header('idempotent-replayed', 'true')
+      return reply.code(201).send(ADDED)
     },
   )
 

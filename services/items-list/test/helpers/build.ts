@@ -1,9 +1,10 @@
 import type { Test } from 'tap'
 import { createClient } from 'redis'
 import { pino } from 'pino'
+import { Registry } from 'prom-client'
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { FastifyInstance } from 'fastify'
-import { buildApp, type AppConfig } from '../../src/app.ts'
+import { buildApp, type AppConfig, type AppDependencies } from '../../src/app.ts'
 import { createRedisItemStore, type ItemStore } from '../../src/item-store.ts'
 import { startPrivateRedis, type PrivateRedis } from '@repo/test-support'
 
@@ -11,7 +12,7 @@ export const ITEMS_KEY = 'items'
 
 export interface TestContext {
   app: FastifyInstance
-  store: ItemStore
+  store: ReturnType<typeof createRedisItemStore>
   redis: PrivateRedis
   /** A separate connection for looking at the list directly. */
   inspector: Inspector
@@ -23,10 +24,15 @@ export interface TestContext {
  * The production app on the production store, against a private redis-server for this test
  * file; the list is emptied before each test and everything is closed at the end.
  */
-export async function buildWithRedis(t: Test, config: AppConfig = {}): Promise<TestContext> {
+export async function buildWithRedis(
+  t: Test,
+  config: AppConfig = {},
+  deps: Omit<AppDependencies, 'store'> = {},
+): Promise<TestContext> {
   const redis = await startPrivateRedis()
-  const store = createRedisItemStore({ host: '127.0.0.1', port: redis.port, database: 0, key: ITEMS_KEY, logger: silentLogger })
-  const app = await buildApp(config, { store })
+  const metrics = deps.metrics ?? new Registry()
+  const store = createRedisItemStore({ host: '127.0.0.1', port: redis.port, database: 0, key: ITEMS_KEY, logger: silentLogger, metrics })
+  const app = await buildApp(config, { store, rateLimitRedis: store.redis, ...deps, metrics })
   const inspector = await connectInspector(redis.port)
   await waitUntilReady(store)
 

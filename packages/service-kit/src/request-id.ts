@@ -1,0 +1,23 @@
+import { randomUUID } from 'node:crypto'
+import type { IncomingMessage } from 'node:http'
+import type { FastifyInstance } from 'fastify'
+
+/** What a caller's `X-Request-Id` may be to be reused: short, and safe in a log line or a header. */
+const CALLER_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/
+
+/**
+ * Fastify's `genReqId`: the caller's `X-Request-Id` when it is well-formed, so that one id
+ * follows a request through every service it crosses; otherwise a new UUID.
+ */
+export function requestIdOf(request: IncomingMessage): string {
+  const given = request.headers['x-request-id']
+  return typeof given === 'string' && CALLER_REQUEST_ID.test(given) ? given : randomUUID()
+}
+
+/** Sends the request's id back on every answer, errors and 404s included. */
+export function echoRequestId(app: FastifyInstance): void {
+  app.addHook('onRequest', (request, reply, done) => {
+    reply.header('x-request-id', request.id)
+    done()
+  })
+}

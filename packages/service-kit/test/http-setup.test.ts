@@ -1,0 +1,157 @@
+import t, { type Test } from 'tap'
+import Fastify, { type FastifyBaseLogger } from 'fastify'
+import { pino } from 'pino'
+import { Registry } from 'prom-client'
+import { AccessLog, registerHttpSetup, serverOptions, type HttpSetupOptions } from '../src/index.ts'
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/
+
+interface OpenApiDocument {
+  paths: Record<string, Record<string, { responses: Record<string, { headers?: Record<string, { schema: unknown }>; content?: Record<string, unknown> }> }>>
+}
+
+interface BuildOptions extends Partial<HttpSetupOptions> {
+  trustProxy?: string
+}
+
+/** A small service set up as both real ones are, with one route, logging to `lines`. */
+async function buildService(t: Test, options: BuildOptions = {}) {
+  const lines: Record<string, unknown>[] = []
+  const logger: FastifyBaseLogger = pino({ level: 'info' }, { write: (line: string) => lines.push(JSON.parse(line) as Record<string, unknown>) })
+  const app = Fastify({ loggerInstance: logger, logController: new AccessLog(), ...serverOptions({ TRUST_PROXY: options.trustProxy }) })
+  await registerHttpSetup(app, {
+    openapi: { title: 'kit', version: '1.0.0', description: 'a test service' },
+    errorBody: (message) => ({ detail: message }),
+    corsMethods: ['GET', 'DELETE'],
+    metrics: new Registry(),
+    ...options,
+  })
+  app.get('/things/:id', { schema: { response: { 200: { type: 'object', properties: { id: { type: 'string' } } } } } }, async (request) => {
+    request.log.info('handling')
+    return { id: (request.params as { id: string }).id }
+  })
+  app.get('/health', async () => ({ status: 'ok' }))
+  t.teardown(() => app.close())
+  return { app, lines }
+}
+
+t.test('a well-formed X-Request-Id is reused, sent back, and is the reqId of every line of the request', async (t) => {
+  const { app, lines } = await buildService(t)
+  const res = await app.inject({ url: '/things/1', headers: { 'x-request-id': 'edge-01:a.b_c-d' } })
+  t.equal(res.headers['x-request-id'], 'edge-01:a.b_c-d')
+  const ofRequest = lines.filter((line) => line.reqId === 'edge-01:a.b_c-d').map((line) => line.msg)
+  t.same(ofRequest, ['handling', 'request completed'])
+})
+
+t.test('a missing or malformed X-Request-Id is replaced by a new UUID', async (t) => {
+  const { app } = await buildService(t)
+  const ids = []
+  for (const given of [undefined, '', 'a'.repeat(129), 'has space', 'new\u00e9', 'x;y']) {
+    const res = await app.inject({ url: '/things/1', headers: given === undefined ? {} : { 'x-request-id': given } })
+    t.match(res.headers['x-request-id'], UUID, JSON.stringify(given))
+    ids.push(res.headers['x-request-id'])
+  }
+  t.equal(new Set(ids).size, ids.length, 'each request gets its own')
+  const longest = 'a'.repeat(128)
+  t.equal((await app.inject({ url: '/things/1', headers: { 'x-request-id': longest } })).headers['x-request-id'], longest)
+})
+
+t.test('errors and unknown routes carry the request id too', async (t) => {
+  const { app } = await buildService(t)
+  const res = await app.inject({ url: '/nowhere', headers: { 'x-request-id': 'lost-1' } })
+  t.equal(res.statusCode, 404)
+  t.equal(res.headers['x-request-id'], 'lost-1')
+})
+
+t.test('security headers are on every answer, with a policy that does not upgrade requests to HTTPS', async (t) => {
+  const { app } = await buildService(t)
+  const res = await app.inject({ url: '/things/1' })
+  t.equal(res.headers['x-content-type-options'], 'nosniff')
+  t.equal(res.headers['x-frame-options'], 'SAMEORIGIN')
+  const policy = String(res.headers['content-security-policy'])
+  t.match(policy, "default-src 'self'")
+  t.match(policy, "script-src 'self'")
+  t.notMatch(policy, 'upgrade-insecure-requests')
+})
+
+t.test('CORS, when origins are set, lets a browser read the headers clients rely on', async (t) => {
+  const { app } = await buildService(t, { corsOrigins: ['https://app.example'] })
+  const res = await app.inject({ url: '/things/1', headers: { origin: 'https://app.example' } })
+  t.equal(res.headers['access-control-allow-origin'], 'https://app.example')
+  t.equal(res.headers['access-control-expose-headers'], 'ETag, Retry-After, X-Forge-Partial, Cache-Status, Age, X-Request-Id')
+
+  const preflight = await app.inject({
+    method: 'OPTIONS',
+    url: '/things/1',
+    headers: { origin: 'https://app.example', 'access-control-request-method': 'DELETE' },
+  })
+  t.equal(preflight.statusCode, 204)
+  t.equal(preflight.headers['access-control-allow-methods'], 'GET, DELETE')
+})
+
+t.test('CORS_ORIGINS=* allows any origin; unset, no CORS header is sent', async (t) => {
+  const open = await buildService(t, { corsOrigins: ['*'] })
+  t.equal((await open.app.inject({ url: '/things/1', headers: { origin: 'https://any.example' } })).headers['access-control-allow-origin'], '*')
+  const closed = await buildService(t)
+  t.notOk((await closed.app.inject({ url: '/things/1', headers: { origin: 'https://any.example' } })).headers['access-control-allow-origin'])
+})
+
+t.test('/metrics serves the default metrics and the request histogram by route pattern, and is not access-logged', async (t) => {
+  const { app, lines } = await buildService(t)
+  await app.inject({ url: '/things/1' })
+  await app.inject({ url: '/things/2' })
+  await app.inject({ url: '/nowhere/at/all' })
+  const res = await app.inject({ url: '/metrics' })
+  t.equal(res.statusCode, 200)
+  t.match(res.headers['content-type'], /^text\/plain; version=0\.0\.4/)
+  t.match(res.body, /^process_cpu_user_seconds_total \d/m)
+  t.match(res.body, /^nodejs_eventloop_lag_seconds \d/m)
+  t.match(res.body, /^http_request_duration_seconds_count\{method="GET",route="\/things\/:id",status_code="200"\} 2$/m)
+  t.match(res.body, /^http_request_duration_seconds_count\{method="GET",route="unmatched",status_code="404"\} 1$/m)
+  t.notMatch(res.body, '/things/1', 'never a raw URL')
+  t.notOk(lines.some((line) => line.url === '/metrics'), 'no access line for /metrics')
+})
+
+t.test('each app has its own registry: two apps in one process do not mix their counts', async (t) => {
+  const first = await buildService(t)
+  const second = await buildService(t)
+  await first.app.inject({ url: '/things/1' })
+  t.notMatch((await second.app.inject({ url: '/metrics' })).body, 'route="/things/:id"')
+})
+
+t.test('the OpenAPI document declares X-Request-Id on every answer, and /metrics', async (t) => {
+  const { app } = await buildService(t)
+  const document = (await app.inject({ url: '/docs/json' })).json<OpenApiDocument>()
+  const thing = document.paths['/things/{id}']?.get?.responses['200']
+  t.same(thing?.headers?.['X-Request-Id']?.schema, { type: 'string' })
+  const metrics = document.paths['/metrics']?.get?.responses['200']
+  t.ok(metrics?.content?.['text/plain; version=0.0.4; charset=utf-8'], 'declared as Prometheus text')
+  t.ok(metrics?.headers?.['X-Request-Id'])
+})
+
+t.test('the server gives a request 30 s to arrive', async (t) => {
+  const { app } = await buildService(t)
+  await app.listen({ host: '127.0.0.1', port: 0 })
+  t.equal(app.server.requestTimeout, 30_000)
+})
+
+t.test('TRUST_PROXY unset: the client address is the socket, whatever X-Forwarded-For says', async (t) => {
+  const { app, lines } = await buildService(t)
+  await app.inject({ url: '/things/1', headers: { 'x-forwarded-for': '203.0.113.9' } })
+  t.equal(lines.find((line) => line.msg === 'request completed')?.remoteAddress, '127.0.0.1')
+})
+
+t.test('TRUST_PROXY believes X-Forwarded-For: all of it, a number of hops, or listed proxies only', async (t) => {
+  const cases = [
+    { trustProxy: 'true', expected: '198.51.100.1' },
+    { trustProxy: 'false', expected: '127.0.0.1' },
+    { trustProxy: '1', expected: '203.0.113.9' },
+    { trustProxy: '127.0.0.1, 203.0.113.0/24', expected: '198.51.100.1' },
+    { trustProxy: '10.0.0.0/8', expected: '127.0.0.1' },
+  ]
+  for (const { trustProxy, expected } of cases) {
+    const { app, lines } = await buildService(t, { trustProxy })
+    await app.inject({ url: '/things/1', headers: { 'x-forwarded-for': '198.51.100.1, 203.0.113.9' } })
+    t.equal(lines.find((line) => line.msg === 'request completed')?.remoteAddress, expected, `TRUST_PROXY=${trustProxy}`)
+  }
+})

@@ -1,0 +1,60 @@
+import t from 'tap'
+import { Registry } from 'prom-client'
+import { buildApp } from '../src/app.ts'
+import { createForgeClient } from '../src/forge-client.ts'
+import { buildAggregator, DEFAULT_CONFIG } from './helpers/build.ts'
+import { pino } from 'pino'
+
+interface OpenApiResponse {
+  headers?: Record<string, unknown>
+}
+interface OpenApiDocument {
+  paths: Record<string, { get: { responses: Record<string, OpenApiResponse> } }>
+}
+
+t.test('the OpenAPI document declares the headers each answer carries', async (t) => {
+  const { app } = await buildAggregator(t)
+  const { paths } = (await app.inject({ url: '/docs/json' })).json<OpenApiDocument>()
+  const headersOf = (path: string, status: string) => Object.keys(paths[path]?.get.responses[status]?.headers ?? {}).sort()
+
+  t.same(headersOf('/api/forge/users', '200'), ['Age', 'Cache-Control', 'Cache-Status', 'ETag', 'X-Forge-Partial', 'X-Request-Id'])
+  t.same(headersOf('/api/forge/repos', '200'), ['Age', 'Cache-Control', 'Cache-Status', 'ETag', 'X-Request-Id'])
+  for (const path of ['/api/forge/users', '/api/forge/repos']) {
+    t.same(headersOf(path, '304'), ['Cache-Control', 'ETag', 'X-Request-Id'], `${path} 304`)
+    t.same(headersOf(path, '403'), ['Retry-After', 'X-Request-Id'], `${path} 403`)
+    t.same(headersOf(path, '404'), ['X-Request-Id'], `${path} 404`)
+  }
+  t.ok(paths['/metrics'], '/metrics is declared')
+})
+
+t.test('answers carry X-Request-Id and security headers; /metrics counts them by route', async (t) => {
+  const { app } = await buildAggregator(t)
+  const res = await app.inject({ url: '/api/forge/users?user_name=not_valid!', headers: { 'x-request-id': 'agg-7' } })
+  t.equal(res.statusCode, 400)
+  t.equal(res.headers['x-request-id'], 'agg-7')
+  t.equal(res.headers['x-content-type-options'], 'nosniff')
+  const page = (await app.inject({ url: '/metrics' })).body
+  t.match(page, /^http_request_duration_seconds_count\{method="GET",route="\/api\/forge\/users",status_code="400"\} 1$/m)
+})
+
+t.test('/metrics serves the registry the app was given', async (t) => {
+  const metrics = new Registry()
+  const logger = pino({ level: 'silent' })
+  const client = createForgeClient({ baseUrl: 'http://127.0.0.1:9', timeoutMs: 100, userAgent: 't', revalidationMaxBytes: 0, logger })
+  const app = await buildApp(DEFAULT_CONFIG, { client, logger, metrics })
+  t.teardown(async () => {
+    await app.close()
+    await client.close()
+  })
+  await app.inject({ url: '/health' })
+  t.match(await metrics.metrics(), 'route="/health"')
+})
+
+t.test('RATE_LIMIT_PER_MINUTE answers 429 in the aggregator error shape', async (t) => {
+  const { app } = await buildAggregator(t, { config: { RATE_LIMIT_PER_MINUTE: 1 } })
+  await app.inject({ url: '/api/forge/users?user_name=bad!' })
+  const refused = await app.inject({ url: '/api/forge/users?user_name=bad!' })
+  t.equal(refused.statusCode, 429)
+  t.same(refused.json(), { error: 'Rate limit exceeded, retry in 1 minute' })
+  t.equal(refused.headers['retry-after'], '60')
+})
