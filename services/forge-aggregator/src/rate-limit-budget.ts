@@ -21,7 +21,7 @@ export interface RateLimitBudgetOptions {
   /** The wall clock in ms: reset times come from the upstream as epoch seconds. */
   now: () => number
   /** Where replicas share what they learn; absent, the budget is this process's alone. */
-  shared?: SharedStore | undefined
+  shared?: Pick<SharedStore, 'get' | 'set'> | undefined
   /** Told of every change, for the rate-limit gauges. */
   onChange?: (resource: RateLimitResource, state: BudgetState) => void
 }
