@@ -305,3 +305,11 @@ async function eventuallyTrue(condition: () => Promise<boolean>): Promise<boolea
   }
   return false
 }
+
+t.test('RATE_LIMIT_PER_MINUTE counts in the shared Redis: replicas share each client’s count', async (t) => {
+  const [one, two] = await replicas(t, 2, { config: { RATE_LIMIT_PER_MINUTE: 2 } })
+  const statuses = []
+  for (const replica of [one!, two!, one!]) statuses.push((await replica.app.inject({ method: 'GET', url: '/api/forge/users?user_name=not%20a%20login' })).statusCode)
+  t.same(statuses, [400, 400, 429], 'the third request of the minute is refused, whichever replica it reaches')
+  t.equal(await inspector.get('rate-limit:forge-aggregator:127.0.0.1'), '3', 'counted under the service’s own name')
+})
