@@ -29,21 +29,13 @@ export interface HttpSetupOptions {
 const EXPOSED_HEADERS = ['ETag', 'Retry-After', 'X-Forge-Partial', 'Cache-Status', 'Age', 'X-Request-Id']
 
 /**
- * Helmet's default policy, minus `upgrade-insecure-requests`: the services speak plain HTTP
- * behind their TLS terminator, and a browser told to upgrade would fetch `/docs`'s scripts over
- * HTTPS from a port that has none. Swagger UI needs nothing more: its page loads its scripts and
- * styles from `/docs` itself, with no inline script, and its validator badge is off.
- */
-const CONTENT_SECURITY_POLICY = { directives: { upgradeInsecureRequests: null } }
-
-/**
  * What both services set up the same way, before their routes: the request id sent back,
  * security headers, CORS, the rate limit, the OpenAPI document and Swagger UI at `/docs`, and
  * `/metrics` with the HTTP histogram. The Fastify options that go with it are `serverOptions`.
  */
 export async function registerHttpSetup(app: FastifyInstance, options: HttpSetupOptions): Promise<void> {
   echoRequestId(app)
-  addSecurityHeaders(app, { contentSecurityPolicy: CONTENT_SECURITY_POLICY })
+  addSecurityHeaders(app)
 
   const origins = options.corsOrigins
   if (origins) {

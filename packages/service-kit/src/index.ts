@@ -1,5 +1,6 @@
 export { AccessLog } from './access-log.ts'
 export { registerHttpSetup, type HttpSetupOptions } from './http-setup.ts'
 export type { RateLimitRedis } from './rate-limit.ts'
+export { securityHeaders } from './security-headers.ts'
 export { LOG_REDACT_PATHS, runService, type ServiceDefinition } from './run-service.ts'
 export { serverOptions } from './server-options.ts'

@@ -4,9 +4,13 @@
  *   stack  answers them with the same single Redis command and the same client, configured
  *          as the service configures it (no per-command timeout, no offline queue), and
  *          nothing else: no schema, no error mapping, no logging, no metrics.
+ * Both send the security headers every answer of the service must carry (DESIGN §8), computed once
+ * as the service computes them: the same bytes on the wire, so that the ratio measures the
+ * service's code, not the size of the answer it is required to give.
  * Usage: node bench/ceiling-server.ts <http|stack> <port> <redisPort>
  */
 import Fastify from 'fastify'
+import { securityHeaders } from '@repo/service-kit'
 import { createClient } from 'redis'
 import { PREFILLED_NAMES } from './names.ts'
 
@@ -15,10 +19,11 @@ const KEY = 'items'
 const ADDED = { message: 'Item added successfully' }
 
 const app = Fastify()
+const SECURITY_HEADERS = securityHeaders()
 
 if (kind === 'http') {
-  app.get('/items/', async () => ({ items: PREFILLED_NAMES }))
-  app.post('/items/', async (_request, reply) => reply.code(201).send(ADDED))
+  app.get('/items/', async (_request, reply) => reply.headers(SECURITY_HEADERS).send({ items: PREFILLED_NAMES }))
+  app.post('/items/', async (_request, reply) => reply.headers(SECURITY_HEADERS).code(201).send(ADDED))
 } else {
   // As createRedisItemStore configures its client: node-redis's default 5 s command timeout
   // costs an AbortSignal per command, which the service turns off; a ceiling that kept it would
@@ -29,10 +34,10 @@ if (kind === 'http') {
     commandOptions: { timeout: 0 },
   })
   await client.connect()
-  app.get('/items/', async () => ({ items: await client.lRange(KEY, 0, -1) }))
+  app.get('/items/', async (_request, reply) => reply.headers(SECURITY_HEADERS).send({ items: await client.lRange(KEY, 0, -1) }))
   app.post<{ Body: { name: string } }>('/items/', async (request, reply) => {
     await client.rPush(KEY, request.body.name)
-    return reply.code(201).send(ADDED)
+    return reply.headers(SECURITY_HEADERS).code(201).send(ADDED)
   })
 }
 

@@ -4,7 +4,7 @@
  * One private redis-server, the list reset to the same 100 names before every measurement;
  * then, in turn, the HTTP ceiling (a bare Fastify route answering from memory), the stack
  * ceiling (a bare Fastify route doing the same single Redis command with the same client,
- * configured as the service's) and the service as `pnpm start` runs it (default configuration:
+ * configured as the service's; both ceilings send the service's security headers) and the service as `pnpm start` runs it (default configuration:
  * info logging to stdout, one access line per request, request ids, metrics, security headers).
  * Each server runs in its own process; autocannon loads it from this one. The three take
  * turns for several rounds and each figure is the median of its rounds, so that a noisy
@@ -97,7 +97,7 @@ async function startServer(kind: ServerKind): Promise<ChildProcess> {
   const args =
     kind === 'service'
       ? ['--conditions=@repo/source', 'src/server.ts']
-      : ['bench/ceiling-server.ts', kind === 'http ceiling' ? 'http' : 'stack', String(PORT), String(redis.port)]
+      : ['--conditions=@repo/source', 'bench/ceiling-server.ts', kind === 'http ceiling' ? 'http' : 'stack', String(PORT), String(redis.port)]
   const env = { PATH: process.env.PATH ?? '', PORT: String(PORT), HOST: '127.0.0.1', REDIS_HOST: '127.0.0.1', REDIS_PORT: String(redis.port) }
   // Logs go where a container's would: a pipe nobody reads in real time. /dev/null is the cheapest such pipe.
   const server = spawn(process.execPath, args, { cwd: SERVICE_ROOT, env, stdio: ['ignore', 'ignore', 'inherit'] })
