@@ -296,7 +296,7 @@ async function cacheHits(): Promise<void> {
       }
     }
 
-    const bare = await startProcess('bare server', ['bench/bare-server.ts', String(BARE_PORT)], {}, `http://127.0.0.1:${BARE_PORT}${path}`, body)
+    const bare = await startProcess('bare server', ['--conditions=@repo/source', 'bench/bare-server.ts', String(BARE_PORT)], {}, `http://127.0.0.1:${BARE_PORT}${path}`, body)
     try {
       await load(`http://127.0.0.1:${BARE_PORT}`, path, WARMUP_SECONDS)
       rounds.get('bare')!.push(await load(`http://127.0.0.1:${BARE_PORT}`, path, MEASURE_SECONDS, bare))
