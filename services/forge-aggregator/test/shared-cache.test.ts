@@ -25,11 +25,22 @@ t.afterEach(async () => {
 
 const TTL_MS = 60_000
 const usersUrl = (login: string) => `/api/forge/users?user_name=${login}`
+const HELLO = '/api/forge/repos?repo_name=hello'
 
 /** `count` replicas sharing the private Redis and one clock. */
 async function replicas(t: Parameters<typeof buildAggregator>[0], count: number, options: BuildOptions = {}) {
   const clock: TestClock = options.clock ?? testClock()
   return Promise.all(Array.from({ length: count }, () => buildAggregator(t, { redisUrl, clock, ...options })))
+}
+
+/** Two replicas: the first answered the repository `hello` (and Redis holds it), the second's clock is `laterMs` on. */
+async function answeredByOneThenLaterOnTwo(t: Parameters<typeof buildAggregator>[0], laterMs: number) {
+  const [one, two] = await replicas(t, 2)
+  nock(API).get('/repos/octocat/hello').reply(200, fixtures.repository, RESOURCE_HEADERS)
+  const first = await one!.app.inject({ method: 'GET', url: HELLO })
+  await reachedRedis('repo/octocat/hello')
+  two!.advanceClock(laterMs)
+  return { first, two: two! }
 }
 
 t.test('an answer produced by one replica is a hit on the others: no upstream call', async (t) => {
@@ -78,7 +89,7 @@ t.test('a replica whose production lock is held by a dead replica produces the a
   await inspector.del(`${namespace}answer:repo/octocat/hello`)
   nock(API).get('/repos/octocat/hello').reply(200, fixtures.repository, RESOURCE_HEADERS)
   const started = Date.now()
-  const res = await one!.app.inject({ method: 'GET', url: '/api/forge/repos?repo_name=hello' })
+  const res = await one!.app.inject({ method: 'GET', url: HELLO })
   const waited = Date.now() - started
   t.equal(res.statusCode, 200)
   t.ok(waited >= 250 && waited < 1_500, `waited ${waited} ms, bounded by FORGE_TIMEOUT_MS`)
@@ -91,8 +102,8 @@ t.test('deployments with different tokens sharing one Redis never see each other
   const [authorized] = await replicas(t, 1, { clock, config: { FORGE_TOKEN: TOKEN } })
   nock(API).get('/repos/octocat/hello').reply(200, { ...fixtures.repository, stargazers_count: 1 }, RESOURCE_HEADERS)
   nock(API).get('/repos/octocat/hello').reply(200, { ...fixtures.repository, stargazers_count: 2 }, RESOURCE_HEADERS)
-  const one = await anonymous!.app.inject({ method: 'GET', url: '/api/forge/repos?repo_name=hello' })
-  const two = await authorized!.app.inject({ method: 'GET', url: '/api/forge/repos?repo_name=hello' })
+  const one = await anonymous!.app.inject({ method: 'GET', url: HELLO })
+  const two = await authorized!.app.inject({ method: 'GET', url: HELLO })
   t.same(one.json(), { stars: 1, forksCount: fixtures.repository.forks_count })
   t.same(two.json(), { stars: 2, forksCount: fixtures.repository.forks_count }, 'asked the upstream with its own token')
 
@@ -121,64 +132,52 @@ t.test('a rate limit one replica met stops every replica: no call, 403 with Retr
 })
 
 t.test('held bodies are shared: after the TTL another replica revalidates with the first one’s ETag', async (t) => {
-  const [one, two] = await replicas(t, 2)
-  nock(API).get('/repos/octocat/hello').reply(200, fixtures.repository, RESOURCE_HEADERS)
-  await one!.app.inject({ method: 'GET', url: '/api/forge/repos?repo_name=hello' })
-  await reachedRedis('repo/octocat/hello')
-  two!.advanceClock(TTL_MS + 1)
+  const { two } = await answeredByOneThenLaterOnTwo(t, TTL_MS + 1)
   const revalidation = nock(API, { reqheaders: { 'if-none-match': RESOURCE_HEADERS.etag } }).get('/repos/octocat/hello').reply(304, '', RESOURCE_HEADERS)
-  const res = await two!.app.inject({ method: 'GET', url: '/api/forge/repos?repo_name=hello' })
+  const res = await two.app.inject({ method: 'GET', url: HELLO })
   t.equal(res.statusCode, 200)
   t.equal(res.headers['cache-status'], 'forge-aggregator; fwd=stale; stored')
   revalidation.done()
 })
 
 t.test('stale-if-error across replicas: the answer another replica produced is sent when the upstream fails', async (t) => {
-  const [one, two] = await replicas(t, 2)
-  nock(API).get('/repos/octocat/hello').reply(200, fixtures.repository, RESOURCE_HEADERS)
-  const first = await one!.app.inject({ method: 'GET', url: '/api/forge/repos?repo_name=hello' })
-  await reachedRedis('repo/octocat/hello')
-  two!.advanceClock(TTL_MS + 5_000)
+  const { first, two } = await answeredByOneThenLaterOnTwo(t, TTL_MS + 5_000)
   nock(API).get(/.*/).reply(502, { message: 'Bad Gateway' }).persist()
-  const res = await two!.app.inject({ method: 'GET', url: '/api/forge/repos?repo_name=hello' })
+  const res = await two.app.inject({ method: 'GET', url: HELLO })
   t.equal(res.statusCode, 200)
   t.equal(res.body, first.body)
   t.equal(res.headers.age, '65')
 })
 
 t.test('a 404 on one replica drops the shared answer: the others no longer have it to send stale', async (t) => {
-  const [one, two] = await replicas(t, 2)
-  nock(API).get('/repos/octocat/hello').reply(200, fixtures.repository, RESOURCE_HEADERS)
-  await one!.app.inject({ method: 'GET', url: '/api/forge/repos?repo_name=hello' })
-  await reachedRedis('repo/octocat/hello')
-  two!.advanceClock(TTL_MS + 1)
+  const { two } = await answeredByOneThenLaterOnTwo(t, TTL_MS + 1)
   nock(API).get('/repos/octocat/hello').reply(404, { message: 'Not Found' })
-  t.equal((await two!.app.inject({ method: 'GET', url: '/api/forge/repos?repo_name=hello' })).statusCode, 404)
+  t.equal((await two.app.inject({ method: 'GET', url: HELLO })).statusCode, 404)
   t.ok(await eventuallyTrue(async () => (await inspector.keys('*answer:repo/octocat/hello')).length === 0))
 })
 
 t.test('of two productions of one answer, the later is the one kept and sent stale', async (t) => {
   const [one] = await replicas(t, 1)
   nock(API).get('/repos/octocat/hello').reply(200, { ...fixtures.repository, stargazers_count: 2 }, RESOURCE_HEADERS)
-  const later = await one!.app.inject({ method: 'GET', url: '/api/forge/repos?repo_name=hello' })
+  const later = await one!.app.inject({ method: 'GET', url: HELLO })
   await reachedRedis('repo/octocat/hello')
   const [key] = await inspector.keys('*answer:repo/octocat/hello')
   const older = JSON.parse((await inspector.get(key!))!) as { producedAt: number; body: string }
   await inspector.set(key!, JSON.stringify({ ...older, producedAt: older.producedAt - 1_000, body: '{"stars":1,"forksCount":0}' }))
   one!.advanceClock(TTL_MS + 1)
   nock(API).get(/.*/).reply(502, { message: 'Bad Gateway' }).persist()
-  const res = await one!.app.inject({ method: 'GET', url: '/api/forge/repos?repo_name=hello' })
+  const res = await one!.app.inject({ method: 'GET', url: HELLO })
   t.equal(res.body, later.body)
 })
 
 t.test('a shared answer past TTL + FORGE_STALE_SECONDS is not sent, even while Redis still holds it', async (t) => {
   const [one, two] = await replicas(t, 2, { config: { FORGE_STALE_SECONDS: 10 } })
   nock(API).get('/repos/octocat/hello').reply(200, fixtures.repository, RESOURCE_HEADERS)
-  await one!.app.inject({ method: 'GET', url: '/api/forge/repos?repo_name=hello' })
+  await one!.app.inject({ method: 'GET', url: HELLO })
   await reachedRedis('repo/octocat/hello')
   two!.advanceClock(TTL_MS + 10_001)
   nock(API).get(/.*/).reply(502, { message: 'Bad Gateway' }).persist()
-  t.equal((await two!.app.inject({ method: 'GET', url: '/api/forge/repos?repo_name=hello' })).statusCode, 500)
+  t.equal((await two!.app.inject({ method: 'GET', url: HELLO })).statusCode, 500)
 })
 
 t.test('Redis killed mid-test: requests are answered from the upstream, the outage is logged once, and sharing resumes after a restart', async (t) => {
@@ -211,7 +210,7 @@ t.test('a request waiting on another replica’s production is let go at once wh
   await inspector.set(`${namespace}lock:repo/octocat/hello`, 'dead-replica', { expiration: { type: 'PX', value: 60_000 } })
   nock(API).get('/repos/octocat/hello').reply(200, fixtures.repository, RESOURCE_HEADERS)
   const started = Date.now()
-  const answer = one!.app.inject({ method: 'GET', url: '/api/forge/repos?repo_name=hello' })
+  const answer = one!.app.inject({ method: 'GET', url: HELLO })
   await eventuallyTrue(async () => one!.logLines.length > 0 && Date.now() - started > 100)
   await redis.stop()
   const res = await answer
@@ -228,7 +227,7 @@ t.test('a production lock Redis does not grant in time is not waited for: the re
   t.teardown(() => inspector.sendCommand(['CLIENT', 'UNPAUSE']))
   nock(API).get('/repos/octocat/hello').reply(200, fixtures.repository, RESOURCE_HEADERS)
   const started = Date.now()
-  const res = await one!.app.inject({ method: 'GET', url: '/api/forge/repos?repo_name=hello' })
+  const res = await one!.app.inject({ method: 'GET', url: HELLO })
   t.equal(res.statusCode, 200)
   t.ok(Date.now() - started < 1_000, `answered in ${Date.now() - started} ms`)
 })
@@ -248,7 +247,7 @@ t.test('a request waiting on another replica’s production is let go within abo
   await inspector.set(`${namespace}lock:repo/octocat/hello`, 'dead-replica', { expiration: { type: 'PX', value: 60_000 } })
   nock(API).get('/repos/octocat/hello').reply(200, fixtures.repository, RESOURCE_HEADERS)
   const started = Date.now()
-  const answer = one!.app.inject({ method: 'GET', url: '/api/forge/repos?repo_name=hello' })
+  const answer = one!.app.inject({ method: 'GET', url: HELLO })
   await eventuallyTrue(async () => Date.now() - started > 100)
   redis.pause()
   t.teardown(() => redis.resume())
