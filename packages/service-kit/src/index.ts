@@ -1,4 +1,5 @@
 export { AccessLog } from './access-log.ts'
+export { withDeadline } from './deadline.ts'
 export { registerHttpSetup, type HttpSetupOptions } from './http-setup.ts'
 export type { RateLimitRedis } from './rate-limit.ts'
 export { securityHeaders } from './security-headers.ts'

@@ -1,6 +1,7 @@
 import rateLimit, { type FastifyRateLimitStore, type FastifyRateLimitStoreCtor } from '@fastify/rate-limit'
 import type { FastifyInstance } from 'fastify'
 import { HttpError } from '@repo/http-errors'
+import { withDeadline } from './deadline.ts'
 
 /** What the rate limit needs of a node-redis client (`redis` package), so replicas share one count. */
 export interface RateLimitRedis {
@@ -30,6 +31,8 @@ const STORE_DEADLINE_MS = 250
  * One step: count the request and start the client's window with its first request. Returns the
  * count and the milliseconds left in the window.
  */
+const storeMissedDeadline = () => new Error(`the rate-limit store did not answer within ${STORE_DEADLINE_MS} ms`)
+
 const COUNT_SCRIPT = `
 local current = redis.call('INCR', KEYS[1])
 if current == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
@@ -63,7 +66,8 @@ function redisStore(redis: RateLimitRedis, keyPrefix: string): FastifyRateLimitS
     }
 
     incr(key: string, callback: (error: Error | null, result?: { current: number; ttl: number }) => void, timeWindow: number): void {
-      withDeadline(redis.eval(COUNT_SCRIPT, { keys: [this.prefix + key], arguments: [String(timeWindow)] })).then(
+      const count = redis.eval(COUNT_SCRIPT, { keys: [this.prefix + key], arguments: [String(timeWindow)] })
+      withDeadline(count, STORE_DEADLINE_MS, storeMissedDeadline).then(
         (reply) => {
           const [current, ttl] = reply as [number, number]
           callback(null, { current, ttl })
@@ -78,12 +82,4 @@ function redisStore(redis: RateLimitRedis, keyPrefix: string): FastifyRateLimitS
     }
   }
   return RedisRateLimitStore
-}
-
-function withDeadline<T>(command: Promise<T>): Promise<T> {
-  let timer: NodeJS.Timeout | undefined
-  const deadline = new Promise<never>((_resolve, reject) => {
-    timer = setTimeout(() => reject(new Error(`the rate-limit store did not answer within ${STORE_DEADLINE_MS} ms`)), STORE_DEADLINE_MS)
-  })
-  return Promise.race([command, deadline]).finally(() => clearTimeout(timer))
 }

@@ -3,6 +3,7 @@ import { EventEmitter, once } from 'node:events'
 import { createClient } from 'redis'
 import type { FastifyBaseLogger } from 'fastify'
 import { describeError } from '@repo/http-errors'
+import { withDeadline } from '@repo/service-kit'
 import type { ForgeAggregatorConfig } from './config.ts'
 import type { SharedStore } from './shared-store.ts'
 
@@ -93,13 +94,15 @@ export function createRedisStore(options: RedisStoreOptions): SharedStore {
   const isUsable = () => client.isReady && !setAside
   const isAvailable = () => isUsable() && subscribed && subscriber.isReady
 
+  const missedDeadline = () => new Error(`Redis did not answer within ${deadlineMs} ms`)
+
   function setRedisAside(error: unknown): void {
     reportOutage(error)
     wakeEveryone()
     if (setAside) return
     setAside = true
     probe = setInterval(() => {
-      withDeadline(client.ping()).then(
+      withDeadline(client.ping(), deadlineMs, missedDeadline).then(
         () => {
           setAside = false
           clearInterval(probe)
@@ -110,23 +113,11 @@ export function createRedisStore(options: RedisStoreOptions): SharedStore {
     }, probeIntervalMs).unref()
   }
 
-  function withDeadline<T>(command: Promise<T>): Promise<T> {
-    let timer: NodeJS.Timeout | undefined
-    const deadline = new Promise<never>((_resolve, reject) => {
-      // The rejection waits for the I/O already received: when our own event loop was busy past
-      // the deadline, an answer sitting in the socket still wins, and a slow process is not
-      // mistaken for a hung Redis.
-      const expire = () => reject(new Error(`Redis did not answer within ${deadlineMs} ms`))
-      timer = setTimeout(() => setImmediate(expire), deadlineMs)
-    })
-    return Promise.race([command, deadline]).finally(() => clearTimeout(timer))
-  }
-
   /** `command` within the deadline, or `fallback` (and Redis set aside) when it fails or misses it. */
   async function attempt<T, F>(command: () => Promise<T>, fallback: F): Promise<T | F> {
     if (!isUsable()) return fallback
     try {
-      return await withDeadline(command())
+      return await withDeadline(command(), deadlineMs, missedDeadline)
     } catch (error) {
       setRedisAside(error)
       return fallback
@@ -206,7 +197,7 @@ export function createRedisStore(options: RedisStoreOptions): SharedStore {
       for (const connection of [subscriber, client]) {
         if (!connection.isOpen) continue
         try {
-          await withDeadline(connection.close())
+          await withDeadline(connection.close(), deadlineMs, missedDeadline)
         } catch {
           connection.destroy()
         }

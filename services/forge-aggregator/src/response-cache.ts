@@ -110,9 +110,9 @@ export class ResponseCache {
    * rejected with (or `BudgetSpent`) when there is nothing to fall back on.
    */
   get(key: string, produce: () => Promise<ProducedAnswer>, request: CacheRequest): Promise<CacheAnswer> {
-    const fresh = this.fresh(key, request.endpoint)
-    if (fresh) return Promise.resolve(fresh)
     const kept = this.#local.get(key)
+    const hit = this.#hitOf(kept, request.endpoint)
+    if (hit) return Promise.resolve(hit)
 
     const pending = this.#inFlight.get(key)
     if (pending) return pending.then((answer) => this.#counted(request, asCollapsed(answer)))
@@ -127,10 +127,7 @@ export class ResponseCache {
    * Synchronous: the most frequent answer costs no promise.
    */
   fresh(key: string, endpoint: Endpoint): CacheAnswer | undefined {
-    const kept = this.#local.get(key)
-    if (!kept || !this.#isFresh(kept)) return undefined
-    this.#options.onResult?.(endpoint, 'hit')
-    return { response: kept, result: 'hit', stored: false }
+    return this.#hitOf(this.#local.get(key), endpoint)
   }
 
   /** Seconds `response` stays fresh from now (what `Cache-Control: max-age` may promise). */
@@ -141,6 +138,13 @@ export class ResponseCache {
   /** Seconds since `response` was produced (its `Age`). */
   ageOf(response: CachedResponse): number {
     return Math.max(0, Math.floor((this.#options.now() - response.producedAt) / 1000))
+  }
+
+  /** `kept` as a hit, counted, when it is still fresh. */
+  #hitOf(kept: CachedResponse | undefined, endpoint: Endpoint): CacheAnswer | undefined {
+    if (!kept || !this.#isFresh(kept)) return undefined
+    this.#options.onResult?.(endpoint, 'hit')
+    return { response: kept, result: 'hit', stored: false }
   }
 
   #isFresh(response: CachedResponse): boolean {

@@ -3,7 +3,7 @@ import { createClient, defineScript, type CommandParser } from 'redis'
 import type { FastifyBaseLogger } from 'fastify'
 import { Registry } from 'prom-client'
 import { describeError } from '@repo/http-errors'
-import type { RateLimitRedis } from '@repo/service-kit'
+import { withDeadline, type RateLimitRedis } from '@repo/service-kit'
 import { createStoreMetrics, type StoreCommand } from './store-metrics.ts'
 
 /** What became of an append made under an idempotency key. */
@@ -155,32 +155,19 @@ export function createRedisItemStore(options: RedisItemStoreOptions): ItemStore 
 
   client.on('end', () => metrics.up(false))
 
-  function withDeadline<T>(command: Promise<T>): Promise<T> {
-    return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => reject(new DeadlinePassedError(deadlineMs)), deadlineMs)
-      command.then(
-        (value) => {
-          clearTimeout(timer)
-          resolve(value)
-        },
-        (error: unknown) => {
-          clearTimeout(timer)
-          reject(new StoreUnavailableError('Redis command failed', { cause: error }))
-        },
-      )
-    })
-  }
+  const missedDeadline = () => new DeadlinePassedError(deadlineMs)
 
   /** A command under the deadline, counted and timed by its outcome. */
   async function run<T>(command: StoreCommand, reply: Promise<T>): Promise<T> {
     const started = performance.now()
     try {
-      const value = await withDeadline(reply)
+      const value = await withDeadline(reply, deadlineMs, missedDeadline)
       metrics.command(command, 'ok', (performance.now() - started) / 1000)
       return value
     } catch (error) {
-      metrics.command(command, error instanceof DeadlinePassedError ? 'timeout' : 'error', (performance.now() - started) / 1000)
-      throw error
+      const timedOut = error instanceof DeadlinePassedError
+      metrics.command(command, timedOut ? 'timeout' : 'error', (performance.now() - started) / 1000)
+      throw timedOut ? error : new StoreUnavailableError('Redis command failed', { cause: error })
     }
   }
 
@@ -208,7 +195,7 @@ export function createRedisItemStore(options: RedisItemStoreOptions): ItemStore 
     async close() {
       if (!client.isOpen) return
       try {
-        await withDeadline(client.close())
+        await withDeadline(client.close(), deadlineMs, missedDeadline)
       } catch {
         client.destroy()
       }
