@@ -31,11 +31,11 @@ export const itemRoutes: FastifyPluginAsyncTypebox<{ store: ItemStore }> = async
       const idempotencyKey = request.headers['idempotency-key']
       if (idempotencyKey === undefined) {
         await store.append(name)
-        return reply.code(201).send(ADDED)
+      } else {
+        const outcome = await store.appendOnce(name, idempotencyKey)
+        if (outcome === 'conflict') throw new HttpError(422, { detail: 'Idempotency-Key was already used with another name' })
+        if (outcome === 'replayed') reply.header('idempotent-replayed', 'true')
       }
-      const outcome = await store.appendOnce(name, idempotencyKey)
-      if (outcome === 'conflict') throw new HttpError(422, { detail: 'Idempotency-Key was already used with another name' })
-      if (outcome === 'replayed') reply.header('idempotent-replayed', 'true')
       return reply.code(201).send(ADDED)
     },
   )
