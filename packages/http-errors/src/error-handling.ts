@@ -1,4 +1,5 @@
-import type { FastifyError, FastifyInstance, FastifyReply, FastifyServerOptions } from 'fastify'
+import fp from 'fastify-plugin'
+import type { FastifyError, FastifyReply, FastifyServerOptions } from 'fastify'
 import { HttpError } from './http-error.ts'
 
 export interface ErrorHandlingOptions {
@@ -16,46 +17,48 @@ export interface ErrorHandlingOptions {
 const ERROR_HEADERS = { 'cache-control': 'no-store' }
 
 /**
- * Installs the error and not-found handlers on `app`, so that every failure, ours or the
- * framework's, is answered in the service's JSON shape. Client errors keep their message;
- * anything unexpected is logged and answered 500 with a fixed body, never a stack trace.
+ * The error and not-found handlers, so that every failure, ours or the framework's, is answered
+ * in the service's JSON shape. Client errors keep their message; anything unexpected is logged
+ * (under pino's `err` key) and answered 500 with a fixed body, never a stack trace.
  */
-export function registerErrorHandling(app: FastifyInstance, options: ErrorHandlingOptions): void {
-  const { errorBody, validationStatus = 400, mapError } = options
-  const internalErrorBody = options.internalErrorBody ?? errorBody('Internal Server Error')
+export const errorHandling = fp<ErrorHandlingOptions>(
+  async (app, options) => {
+    const { errorBody, validationStatus = 400, mapError } = options
+    const internalErrorBody = options.internalErrorBody ?? errorBody('Internal Server Error')
 
-  app.setNotFoundHandler((_request, reply) => {
-    return reply.code(404).headers(ERROR_HEADERS).send(errorBody('Not Found'))
-  })
+    app.setNotFoundHandler((_request, reply) => {
+      return reply.code(404).headers(ERROR_HEADERS).send(errorBody('Not Found'))
+    })
 
-  app.setErrorHandler<FastifyError>((error, request, reply) => {
-    const answer = error instanceof HttpError ? error : mapError?.(error)
-    if (answer) {
-      const level = answer.statusCode >= 500 ? 'warn' : 'info'
-      request.log[level]({ error: describeError(answer.cause ?? answer) }, 'request failed')
-      return reply.code(answer.statusCode).headers({ ...ERROR_HEADERS, ...answer.headers }).send(answer.body)
-    }
+    app.setErrorHandler<FastifyError>((error, request, reply) => {
+      const answer = error instanceof HttpError ? error : mapError?.(error)
+      if (answer) {
+        const level = answer.statusCode >= 500 ? 'warn' : 'info'
+        request.log[level]({ err: answer.cause ?? answer }, 'request failed')
+        return reply.code(answer.statusCode).headers({ ...ERROR_HEADERS, ...answer.headers }).send(answer.body)
+      }
 
-    if (error.validation || error.code === 'FST_ERR_CTP_EMPTY_JSON_BODY') {
-      // An empty JSON body is a missing body: the same answer as a request without one. The
-      // message is Fastify's ("body/name must be string") or a route's `schemaErrorFormatter`.
-      const message = error.validation ? error.message : 'body must be object'
-      request.log.info({ reason: message }, 'request rejected')
-      return reply.code(validationStatus).headers(ERROR_HEADERS).send(errorBody(message))
-    }
+      if (error.validation || error.code === 'FST_ERR_CTP_EMPTY_JSON_BODY') {
+        // An empty JSON body is a missing body: the same answer as a request without one. The
+        // message is Fastify's ("body/name must be string") or a route's `schemaErrorFormatter`.
+        const message = error.validation ? error.message : 'body must be object'
+        request.log.info({ reason: message }, 'request rejected')
+        return reply.code(validationStatus).headers(ERROR_HEADERS).send(errorBody(message))
+      }
 
-    const statusCode = error.statusCode ?? 500
-    if (statusCode >= 400 && statusCode < 500) {
-      // Fastify's client errors (bad JSON, 413, 415, ...) carry fixed, safe messages.
-      request.log.info({ reason: error.message }, 'request rejected')
-      return reply.code(statusCode).headers(ERROR_HEADERS).send(errorBody(error.message))
-    }
+      const statusCode = error.statusCode ?? 500
+      if (statusCode >= 400 && statusCode < 500) {
+        // Fastify's client errors (bad JSON, 413, 415, ...) carry fixed, safe messages.
+        request.log.info({ reason: error.message }, 'request rejected')
+        return reply.code(statusCode).headers(ERROR_HEADERS).send(errorBody(error.message))
+      }
 
-    request.log.error({ error: describeError(error) }, 'unexpected error')
-    request.log.debug({ stack: error.stack }, 'unexpected error stack')
-    return reply.code(500).headers(ERROR_HEADERS).send(internalErrorBody)
-  })
-}
+      request.log.error({ err: error }, 'unexpected error')
+      return reply.code(500).headers(ERROR_HEADERS).send(internalErrorBody)
+    })
+  },
+  { name: 'error-handling', fastify: '5.x' },
+)
 
 /**
  * Fastify's `frameworkErrors` option: errors found before routing (a malformed percent-encoding
@@ -68,21 +71,5 @@ export function frameworkErrorHandler(
   return (error, request, reply) => {
     request.log.info({ reason: error.message }, 'request rejected')
     void (reply as FastifyReply).code(400).headers(ERROR_HEADERS).send(options.errorBody(error.message))
-  }
-}
-
-/**
- * What a log line may say about an error: its type, message, code and causes. Stacks stay out
- * of logs at the default level (they go to `debug`), and nothing else of the error object is
- * copied, so a request option or header attached to it can never reach a log.
- */
-export function describeError(error: unknown): Record<string, unknown> {
-  if (!(error instanceof Error)) return { message: String(error) }
-  const { code } = error as { code?: unknown }
-  return {
-    type: error.name,
-    message: error.message,
-    ...(code === undefined ? {} : { code }),
-    ...(error.cause === undefined ? {} : { cause: describeError(error.cause) }),
   }
 }

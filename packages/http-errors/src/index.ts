@@ -1,2 +1,2 @@
 export { HttpError } from './http-error.ts'
-export { registerErrorHandling, frameworkErrorHandler, describeError, type ErrorHandlingOptions } from './error-handling.ts'
+export { errorHandling, frameworkErrorHandler, type ErrorHandlingOptions } from './error-handling.ts'

@@ -1,5 +1,4 @@
 import { LogController, type FastifyReply, type FastifyRequest } from 'fastify'
-import { describeError } from '@repo/http-errors'
 
 /**
  * One access-log line per request, written when the answer has been sent, instead of Fastify's
@@ -21,7 +20,7 @@ export class AccessLog extends LogController {
       remoteAddress: request.ip,
       responseTime: reply.elapsedTime,
     }
-    if (error) reply.log.error({ ...line, error: describeError(error) }, 'request errored')
+    if (error) reply.log.error({ ...line, err: error }, 'request errored')
     else reply.log.info(line, 'request completed')
   }
 }

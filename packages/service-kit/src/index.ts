@@ -1,7 +1,17 @@
 export { AccessLog } from './access-log.ts'
 export { withDeadline } from './deadline.ts'
-export { registerHttpSetup, type HttpSetupOptions } from './http-setup.ts'
-export type { RateLimitRedis } from './rate-limit.ts'
-export { securityHeaders } from './security-headers.ts'
-export { LOG_REDACT_PATHS, runService, type ServiceDefinition } from './run-service.ts'
-export { serverOptions } from './server-options.ts'
+export { createLogger, LOG_REDACT_PATHS } from './logger.ts'
+export { serviceKit, type ServiceKitOptions } from './plugins/index.ts'
+export { securityHeadersOnce as securityHeaders } from './plugins/security-headers.ts'
+export type { RateLimitRedis } from './plugins/rate-limit.ts'
+export {
+  createRedisConnection,
+  RedisUnavailableError,
+  type CommandOutcome,
+  type RedisClient,
+  type RedisConnection,
+  type RedisConnectionOptions,
+  type RedisTarget,
+} from './redis-connection.ts'
+export { runService, type ServiceDefinition } from './run-service.ts'
+export { createServer, type ServerOptions } from './server.ts'

@@ -3,27 +3,10 @@ import { pino } from 'pino'
 import type { Static, TObject } from '@sinclair/typebox'
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify'
 import { loadConfig } from '@repo/config'
-import { describeError } from '@repo/http-errors'
-import { endKeepAliveOnClose } from './keep-alive.ts'
+import { createLogger } from './logger.ts'
 
 /** Inside the 10 s an orchestrator waits between SIGTERM and SIGKILL. */
 const SHUTDOWN_DEADLINE_MS = 8_000
-
-/**
- * Credentials never reach a log line where a serializer or a caller could put them. Exact paths
- * only: a wildcard makes pino's redaction walk every object of every line, which cost about 8 µs
- * per access line, more than the rest of the line.
- */
-export const LOG_REDACT_PATHS = [
-  'req.headers.authorization',
-  'req.headers["proxy-authorization"]',
-  'req.headers.cookie',
-  'res.headers["set-cookie"]',
-  'headers.authorization',
-  'headers.cookie',
-  'password',
-  'token',
-]
 
 /** Log lines wait in memory until this many bytes are ready, or for `LOG_FLUSH_INTERVAL_MS`. */
 const LOG_BUFFER_BYTES = 4096
@@ -41,15 +24,18 @@ export interface ServiceDefinition<Schema extends TObject> {
   config: Schema
   /** The process environment: read here and nowhere else. */
   env: NodeJS.ProcessEnv
-  /** Builds the app (not yet listening) and what it depends on; `close` releases those after the app closed. */
-  start(config: Readonly<Static<Schema>>, logger: FastifyBaseLogger): Promise<{ app: FastifyInstance; close?: () => Promise<void> }>
+  /**
+   * The service's `buildApp`: the whole app from its configuration, dependencies opened in its
+   * plugins and closed in their `onClose` hooks. Not yet listening.
+   */
+  start(config: Readonly<Static<Schema>>, options: { logger: FastifyBaseLogger }): Promise<FastifyInstance>
 }
 
 /**
  * Runs a service as its `server.ts` entry point: validates the configuration (an invalid one
- * exits 1 with one line per bad variable), logs JSON lines to stdout, listens, and on SIGTERM or
- * SIGINT stops accepting, lets in-flight requests finish, closes the app's dependencies and
- * exits 0; an uncaught error closes the same way and exits 1.
+ * exits 1 with one line per bad variable), logs JSON lines to stdout, builds the app, listens,
+ * and on SIGTERM or SIGINT closes the app (in-flight requests finish, then its plugins close what
+ * they opened) and exits 0; an uncaught error closes the same way and exits 1.
  *
  * Log lines are buffered and written in 4 KB batches, or every second when fewer arrive: a
  * write per access line cost items-list a quarter of its throughput. The batches are written
@@ -63,15 +49,13 @@ export async function runService<Schema extends TObject>(service: ServiceDefinit
   setInterval(() => destination.flush(), LOG_FLUSH_INTERVAL_MS).unref()
   // 'exit' comes last, after close-with-grace has logged the shutdown or the crash.
   process.on('exit', () => destination.flushSync())
-  const logger = pino({ level: config.LOG_LEVEL, redact: LOG_REDACT_PATHS }, destination)
-  const { app, close } = await service.start(config, logger)
-  endKeepAliveOnClose(app)
+  const logger = createLogger(config.LOG_LEVEL, destination)
+  const app = await service.start(config, { logger })
 
   closeWithGrace({ delay: SHUTDOWN_DEADLINE_MS, logger }, async ({ signal, err }) => {
-    if (err) logger.error({ error: describeError(err) }, 'shutting down after an uncaught error')
+    if (err) logger.error({ err }, 'shutting down after an uncaught error')
     else logger.info({ signal }, 'shutting down')
     await app.close()
-    await close?.()
   })
 
   await app.listen({ host: config.HOST, port: config.PORT })

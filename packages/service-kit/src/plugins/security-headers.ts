@@ -1,6 +1,6 @@
 import helmet from 'helmet'
 import type { IncomingMessage, ServerResponse } from 'node:http'
-import type { FastifyInstance } from 'fastify'
+import fp from 'fastify-plugin'
 
 /**
  * Helmet's default policy, minus `upgrade-insecure-requests`: the services speak plain HTTP
@@ -16,20 +16,23 @@ const CONTENT_SECURITY_POLICY = { directives: { upgradeInsecureRequests: null } 
  * per-route policy the headers never change, so helmet is asked for them once, at startup, and
  * each answer gets the same set.
  */
-export function addSecurityHeaders(app: FastifyInstance): void {
-  const headers = securityHeaders()
-  app.addHook('onRequest', (_request, reply, done) => {
-    reply.headers(headers)
-    done()
-  })
-}
+export const securityHeaders = fp(
+  async (app) => {
+    const headers = securityHeadersOnce()
+    app.addHook('onRequest', (_request, reply, done) => {
+      reply.headers(headers)
+      done()
+    })
+  },
+  { name: 'security-headers', fastify: '5.x' },
+)
 
 /**
  * The headers every answer carries: helmet's middleware run once against a response that only
  * records what it is given. The benchmark's ceilings send the same, as any server must that
  * gives the same answers.
  */
-export function securityHeaders(): Record<string, string> {
+export function securityHeadersOnce(): Record<string, string> {
   const headers: Record<string, string> = {}
   const recorder = {
     setHeader: (name: string, value: string) => (headers[name.toLowerCase()] = value),

@@ -1,0 +1,33 @@
+import { pino, stdSerializers, type DestinationStream, type Logger } from 'pino'
+
+/**
+ * Credentials never reach a log line where a serializer or a caller could put them. Exact paths
+ * only: a wildcard makes pino's redaction walk every object of every line, which cost about 8 µs
+ * per access line, more than the rest of the line.
+ */
+export const LOG_REDACT_PATHS = [
+  'req.headers.authorization',
+  'req.headers["proxy-authorization"]',
+  'req.headers.cookie',
+  'res.headers["set-cookie"]',
+  'headers.authorization',
+  'headers.cookie',
+  'password',
+  'token',
+]
+
+/**
+ * The one logger a service writes with, in production (`runService`) and in its tests alike:
+ * JSON lines at `level`, credentials redacted, errors under `err` with pino's standard
+ * serializer (type, message with its causes, code, own fields) minus the stack, which belongs
+ * in no log line an operator ships around.
+ */
+export function createLogger(level: string, destination: DestinationStream): Logger {
+  return pino({ level, redact: LOG_REDACT_PATHS, serializers: { err: errorWithoutStack } }, destination)
+}
+
+function errorWithoutStack(error: unknown): unknown {
+  const serialized = stdSerializers.err(error as Error) as unknown
+  if (typeof serialized === 'object' && serialized !== null) delete (serialized as { stack?: string }).stack
+  return serialized
+}

@@ -1,0 +1,40 @@
+import fp from 'fastify-plugin'
+import { errorHandling, type ErrorHandlingOptions } from '@repo/http-errors'
+import { closeConnectionsOnShutdown } from './close-connections.ts'
+import { cors } from './cors.ts'
+import { metrics } from './metrics.ts'
+import { openapi, type OpenApiOptions } from './openapi.ts'
+import { rateLimit, type RateLimitRedis } from './rate-limit.ts'
+import { requestId } from './request-id.ts'
+import { securityHeaders } from './security-headers.ts'
+
+export interface ServiceKitOptions {
+  /** The OpenAPI document's `info`; `title` also names the service (rate-limit keys). */
+  openapi: OpenApiOptions
+  /** How the service answers errors: its body shape, validation status, its own error types. */
+  errors: ErrorHandlingOptions
+  /** `CORS_ORIGINS`, and the methods a browser may use across origins. */
+  cors: { origins?: readonly string[] | undefined; methods: string[] }
+  /** `RATE_LIMIT_PER_MINUTE`, and the Redis where replicas count together (in the process when omitted). */
+  rateLimit: { perMinute: number; redis?: RateLimitRedis | undefined }
+}
+
+/**
+ * Everything both services set up the same way, before their routes, as named plugins in the
+ * order a request meets them: its answers' error shape, its request id, the security headers,
+ * CORS, the rate limit, the OpenAPI document and Swagger UI, `/metrics`, and `Connection: close`
+ * once shutting down. Options are given once, here.
+ */
+export const serviceKit = fp<ServiceKitOptions>(
+  async (app, options) => {
+    await app.register(errorHandling, options.errors)
+    await app.register(requestId)
+    await app.register(securityHeaders)
+    await app.register(cors, options.cors)
+    await app.register(rateLimit, { ...options.rateLimit, errorBody: options.errors.errorBody, service: options.openapi.title })
+    await app.register(openapi, options.openapi)
+    await app.register(metrics)
+    await app.register(closeConnectionsOnShutdown)
+  },
+  { name: 'service-kit', fastify: '5.x' },
+)

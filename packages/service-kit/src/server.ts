@@ -1,0 +1,68 @@
+import Fastify, { type FastifyBaseLogger, type FastifyServerOptions } from 'fastify'
+import { Registry } from 'prom-client'
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
+import { frameworkErrorHandler } from '@repo/http-errors'
+import { AccessLog } from './access-log.ts'
+import { requestIdOf } from './plugins/request-id.ts'
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /**
+     * The app's own registry, served at `/metrics`: never prom-client's global one, so that
+     * several apps can live in one process (tests do) and every plugin adds its metrics to the
+     * same page.
+     */
+    metrics: Registry
+  }
+}
+
+/** A request whose headers and body take longer than this to arrive is answered 408. */
+const REQUEST_TIMEOUT_MS = 30_000
+
+export interface ServerOptions {
+  /** The process logger (`createLogger`). */
+  logger: FastifyBaseLogger
+  /** The service's error body for a message (for errors found before routing). */
+  errorBody: (message: string) => Record<string, unknown>
+  /** `TRUST_PROXY`. */
+  trustProxy?: string | undefined
+  /** What else the service sets (body limit, router options). */
+  fastify?: Pick<FastifyServerOptions, 'bodyLimit' | 'routerOptions'>
+}
+
+/**
+ * The Fastify instance of a service, with what both share: one access line per request, request
+ * ids (`requestIdOf`), a 30 s request timeout, `TRUST_PROXY`, no type coercion (`?name=1&name=2`
+ * is an array, `{"name": 123}` is not a string), errors before routing in the service's shape, and
+ * the app's metrics registry. It does not listen.
+ */
+export function createServer(options: ServerOptions) {
+  const app = Fastify({
+    loggerInstance: options.logger,
+    logController: new AccessLog(),
+    // Its log label stays Fastify's default, `reqId`.
+    genReqId: requestIdOf,
+    requestTimeout: REQUEST_TIMEOUT_MS,
+    trustProxy: trustProxy(options.trustProxy),
+    ajv: { customOptions: { coerceTypes: false } },
+    frameworkErrors: frameworkErrorHandler({ errorBody: options.errorBody }),
+    ...options.fastify,
+  }).withTypeProvider<TypeBoxTypeProvider>()
+  app.decorate('metrics', new Registry())
+  return app
+}
+
+/**
+ * `TRUST_PROXY` as Fastify's `trustProxy`: `true` believes every `X-Forwarded-For` hop, a number
+ * that many hops, anything else is a list of the proxies' addresses or CIDRs. Unset believes
+ * nobody: the client address is the socket's, so a client cannot choose its own.
+ */
+function trustProxy(value: string | undefined): NonNullable<FastifyServerOptions['trustProxy']> {
+  if (value === undefined || value === 'false') return false
+  if (value === 'true') return true
+  if (/^\d+$/.test(value)) {
+    const hops = Number(value)
+    return (_address, hop) => hop < hops
+  }
+  return value.split(',').map((entry) => entry.trim())
+}
