@@ -11,6 +11,7 @@ export const LOG_REDACT_PATHS = [
   'req.headers.cookie',
   'res.headers["set-cookie"]',
   'headers.authorization',
+  'headers["proxy-authorization"]',
   'headers.cookie',
   'password',
   'token',

@@ -26,8 +26,16 @@ export interface RedisConnectionOptions<Scripts extends RedisScripts> {
   up?: { registry: Registry; name: string; help: string }
 }
 
+// node-redis's own spelling of "no modules, functions or scripts" is `{}`; anything else types
+// `duplicate()` apart from the client it duplicates.
+/* eslint-disable @typescript-eslint/no-empty-object-type */
+type NoModules = {}
+type NoFunctions = {}
+type NoScripts = {}
+/* eslint-enable @typescript-eslint/no-empty-object-type */
+
 /** A node-redis client with `Scripts`. */
-export type RedisClient<Scripts extends RedisScripts = RedisScripts> = ReturnType<typeof createClient<{}, {}, Scripts>>
+export type RedisClient<Scripts extends RedisScripts = RedisScripts> = ReturnType<typeof createClient<NoModules, NoFunctions, Scripts>>
 
 /** One resilient connection to Redis, as both services use it. */
 export interface RedisConnection<Scripts extends RedisScripts = RedisScripts> {
@@ -72,11 +80,11 @@ const MAX_RECONNECT_DELAY_MS = 500
  * costs an AbortSignal per command), and once a command misses it Redis is set aside (commands
  * fail at once) until a probe gets an answer again. An outage is logged once, its end once.
  */
-export function createRedisConnection<Scripts extends RedisScripts = {}>(options: RedisConnectionOptions<Scripts>): RedisConnection<Scripts> {
+export function createRedisConnection<Scripts extends RedisScripts = NoScripts>(options: RedisConnectionOptions<Scripts>): RedisConnection<Scripts> {
   const { logger, purpose, onCommand, deadlineMs = DEFAULT_DEADLINE_MS, probeIntervalMs = DEFAULT_PROBE_INTERVAL_MS } = options
   const socket = { connectTimeout: 1_000, reconnectStrategy: (retries: number) => Math.min(50 * 2 ** retries, MAX_RECONNECT_DELAY_MS) }
   const { target } = options
-  const client = createClient<{}, {}, Scripts>({
+  const client = createClient<NoModules, NoFunctions, Scripts>({
     ...('url' in target
       ? { url: target.url, socket }
       : {

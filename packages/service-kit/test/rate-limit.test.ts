@@ -1,29 +1,11 @@
 import t, { type Test } from 'tap'
-import Fastify from 'fastify'
 import { createClient } from 'redis'
-import { Registry } from 'prom-client'
-import { registerErrorHandling } from '@repo/http-errors'
-import { registerHttpSetup, serverOptions, type RateLimitRedis } from '../src/index.ts'
-// Moves to @repo/test-support with the shared Redis helpers.
+import type { RateLimitRedis } from '../src/index.ts'
 import { startPrivateRedis } from '@repo/test-support'
+import { buildService } from './helpers/service.ts'
 
 async function buildLimited(t: Test, perMinute: number, options: { redis?: RateLimitRedis; trustProxy?: string } = {}) {
-  const app = Fastify({ ...serverOptions({ TRUST_PROXY: options.trustProxy }) })
-  const errorBody = (message: string) => ({ detail: message })
-  registerErrorHandling(app, { errorBody })
-  await registerHttpSetup(app, {
-    openapi: { title: 'kit', version: '1.0.0', description: 'a test service' },
-    errorBody,
-    corsMethods: ['GET'],
-    metrics: new Registry(),
-    rateLimitPerMinute: perMinute,
-    redis: options.redis,
-  })
-  app.get('/things', async () => ({ ok: true }))
-  app.get('/scarce', { config: { rateLimit: { max: 1, timeWindow: 60_000 } } }, async () => ({ ok: true }))
-  app.get('/health', async () => ({ status: 'ok' }))
-  app.get('/ready', async () => ({ status: 'ready' }))
-  t.teardown(() => app.close())
+  const { app } = await buildService(t, { rateLimit: { perMinute, redis: options.redis }, ...(options.trustProxy ? { trustProxy: options.trustProxy } : {}) })
   return app
 }
 
@@ -37,9 +19,9 @@ async function connect(t: Test, port: number) {
 
 t.test('over RATE_LIMIT_PER_MINUTE a client gets 429 in the service error shape, with Retry-After', async (t) => {
   const app = await buildLimited(t, 2)
-  t.equal((await app.inject({ url: '/things' })).statusCode, 200)
-  t.equal((await app.inject({ url: '/things' })).statusCode, 200)
-  const refused = await app.inject({ url: '/things' })
+  t.equal((await app.inject({ url: '/things/1' })).statusCode, 200)
+  t.equal((await app.inject({ url: '/things/1' })).statusCode, 200)
+  const refused = await app.inject({ url: '/things/1' })
   t.equal(refused.statusCode, 429)
   t.same(refused.json(), { detail: 'Rate limit exceeded, retry in 1 minute' })
   t.equal(refused.headers['retry-after'], '60')
@@ -48,7 +30,7 @@ t.test('over RATE_LIMIT_PER_MINUTE a client gets 429 in the service error shape,
 
 t.test('probes and /metrics are never limited', async (t) => {
   const app = await buildLimited(t, 1)
-  await app.inject({ url: '/things' })
+  await app.inject({ url: '/things/1' })
   for (const url of ['/health', '/ready', '/metrics', '/health', '/ready', '/metrics']) {
     t.equal((await app.inject({ url })).statusCode, 200, url)
   }
@@ -56,18 +38,18 @@ t.test('probes and /metrics are never limited', async (t) => {
 
 t.test('RATE_LIMIT_PER_MINUTE=0 limits nothing', async (t) => {
   const app = await buildLimited(t, 0)
-  for (let index = 0; index < 5; index++) t.equal((await app.inject({ url: '/things' })).statusCode, 200)
+  for (let index = 0; index < 5; index++) t.equal((await app.inject({ url: '/things/1' })).statusCode, 200)
 })
 
 t.test('each client address has its own count; TRUST_PROXY decides what the address is', async (t) => {
   const behindProxy = await buildLimited(t, 1, { trustProxy: 'true' })
-  const from = (address: string) => behindProxy.inject({ url: '/things', headers: { 'x-forwarded-for': address } })
+  const from = (address: string) => behindProxy.inject({ url: '/things/1', headers: { 'x-forwarded-for': address } })
   t.equal((await from('198.51.100.1')).statusCode, 200)
   t.equal((await from('198.51.100.2')).statusCode, 200)
   t.equal((await from('198.51.100.1')).statusCode, 429)
 
   const direct = await buildLimited(t, 1)
-  const claim = (address: string) => direct.inject({ url: '/things', headers: { 'x-forwarded-for': address } })
+  const claim = (address: string) => direct.inject({ url: '/things/1', headers: { 'x-forwarded-for': address } })
   t.equal((await claim('198.51.100.1')).statusCode, 200)
   t.equal((await claim('198.51.100.2')).statusCode, 429, 'a client cannot escape by naming another address')
 })
@@ -79,7 +61,7 @@ t.test('with Redis, replicas share one count per client', async (t) => {
   const [first, second] = [await buildLimited(t, 3, { redis: client }), await buildLimited(t, 3, { redis: client })]
 
   const statuses = []
-  for (const replica of [first, second, first, second]) statuses.push((await replica.inject({ url: '/things' })).statusCode)
+  for (const replica of [first, second, first, second]) statuses.push((await replica.inject({ url: '/things/1' })).statusCode)
   t.same(statuses, [200, 200, 200, 429])
   const ttl = await client.pTTL('rate-limit:kit:127.0.0.1')
   t.ok(ttl > 55_000 && ttl <= 60_000, `the window ends a minute after the first request (${ttl} ms left)`)
@@ -88,19 +70,33 @@ t.test('with Redis, replicas share one count per client', async (t) => {
   t.equal((await second.inject({ url: '/scarce' })).statusCode, 429, 'and shares its count too')
 })
 
+t.test('with Redis, the window is fixed by the first request: later requests never push its end back', async (t) => {
+  const redis = await startPrivateRedis()
+  t.teardown(() => redis.dispose())
+  const client = await connect(t, redis.port)
+  const app = await buildLimited(t, 5, { redis: client })
+  await app.inject({ url: '/things/1' })
+  // As if 55 of the window's 60 seconds had passed.
+  await client.pExpire('rate-limit:kit:127.0.0.1', 5_000)
+  await app.inject({ url: '/things/1' })
+  const ttl = await client.pTTL('rate-limit:kit:127.0.0.1')
+  t.ok(ttl > 0 && ttl <= 5_000, `the window still ends when the first request set it (${ttl} ms left)`)
+  t.equal(await client.get('rate-limit:kit:127.0.0.1'), '2', 'and both requests are counted in it')
+})
+
 t.test('with Redis down or silent, requests are let through rather than refused or held', async (t) => {
   const redis = await startPrivateRedis()
   t.teardown(() => redis.dispose())
   const client = await connect(t, redis.port)
   const app = await buildLimited(t, 1, { redis: client })
-  await app.inject({ url: '/things' })
+  await app.inject({ url: '/things/1' })
 
   redis.pause()
   const started = performance.now()
-  t.equal((await app.inject({ url: '/things' })).statusCode, 200, 'silent Redis: let through')
+  t.equal((await app.inject({ url: '/things/1' })).statusCode, 200, 'silent Redis: let through')
   t.ok(performance.now() - started < 1_000, 'without waiting for Redis')
   redis.resume()
 
   await redis.stop()
-  t.equal((await app.inject({ url: '/things' })).statusCode, 200, 'Redis down: let through')
+  t.equal((await app.inject({ url: '/things/1' })).statusCode, 200, 'Redis down: let through')
 })

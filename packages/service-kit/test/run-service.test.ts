@@ -48,7 +48,7 @@ t.test('an uncaught error is logged without a stack, closes the same way, and ex
   await portOf(service)
   service.child.kill('SIGUSR2')
   t.equal(await service.exited, 1)
-  t.match(service.output(), /"error":\{"type":"Error","message":"boom"\},"msg":"shutting down after an uncaught error"/)
+  t.match(service.output(), /"err":\{"type":"Error","message":"boom"\},"msg":"shutting down after an uncaught error"/)
   t.match(service.output(), /"msg":"dependencies closed"/)
   t.notMatch(service.output(), /at .*\(/, 'no stack frames')
 })

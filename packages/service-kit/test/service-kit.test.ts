@@ -1,38 +1,10 @@
-import t, { type Test } from 'tap'
-import Fastify, { type FastifyBaseLogger } from 'fastify'
-import { pino } from 'pino'
-import { Registry } from 'prom-client'
-import { AccessLog, registerHttpSetup, serverOptions, type HttpSetupOptions } from '../src/index.ts'
+import t from 'tap'
+import { buildService } from './helpers/service.ts'
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/
 
 interface OpenApiDocument {
   paths: Record<string, Record<string, { responses: Record<string, { headers?: Record<string, { schema: unknown }>; content?: Record<string, unknown> }> }>>
-}
-
-interface BuildOptions extends Partial<HttpSetupOptions> {
-  trustProxy?: string
-}
-
-/** A small service set up as both real ones are, with one route, logging to `lines`. */
-async function buildService(t: Test, options: BuildOptions = {}) {
-  const lines: Record<string, unknown>[] = []
-  const logger: FastifyBaseLogger = pino({ level: 'info' }, { write: (line: string) => lines.push(JSON.parse(line) as Record<string, unknown>) })
-  const app = Fastify({ loggerInstance: logger, logController: new AccessLog(), ...serverOptions({ TRUST_PROXY: options.trustProxy }) })
-  await registerHttpSetup(app, {
-    openapi: { title: 'kit', version: '1.0.0', description: 'a test service' },
-    errorBody: (message) => ({ detail: message }),
-    corsMethods: ['GET', 'DELETE'],
-    metrics: new Registry(),
-    ...options,
-  })
-  app.get('/things/:id', { schema: { response: { 200: { type: 'object', properties: { id: { type: 'string' } } } } } }, async (request) => {
-    request.log.info('handling')
-    return { id: (request.params as { id: string }).id }
-  })
-  app.get('/health', async () => ({ status: 'ok' }))
-  t.teardown(() => app.close())
-  return { app, lines }
 }
 
 t.test('a well-formed X-Request-Id is reused, sent back, and is the reqId of every line of the request', async (t) => {

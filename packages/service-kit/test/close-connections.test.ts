@@ -2,11 +2,11 @@ import t from 'tap'
 import { setTimeout as sleep } from 'node:timers/promises'
 import Fastify from 'fastify'
 import { Agent, request } from 'undici'
-import { endKeepAliveOnClose } from '../src/keep-alive.ts'
+import { closeConnectionsOnShutdown } from '../src/plugins/close-connections.ts'
 
 t.test('a keep-alive request in flight at close gets its answer with Connection: close, and close() does not wait for the idle timeout', async (t) => {
   const app = Fastify()
-  endKeepAliveOnClose(app)
+  await app.register(closeConnectionsOnShutdown)
   app.get('/slow', async () => {
     await sleep(200)
     return { done: true }
@@ -28,7 +28,7 @@ t.test('a keep-alive request in flight at close gets its answer with Connection:
 
 t.test('before close, keep-alive connections stay open', async (t) => {
   const app = Fastify()
-  endKeepAliveOnClose(app)
+  await app.register(closeConnectionsOnShutdown)
   app.get('/', async () => ({ ok: true }))
   const address = await app.listen({ host: '127.0.0.1', port: 0 })
   t.teardown(() => app.close())

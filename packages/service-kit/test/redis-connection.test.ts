@@ -1,0 +1,118 @@
+import t, { type Test } from 'tap'
+import { Registry } from 'prom-client'
+import { eventually, startPrivateRedis, type PrivateRedis } from '@repo/test-support'
+import { createLogger, createRedisConnection, RedisUnavailableError, type CommandOutcome, type RedisTarget } from '../src/index.ts'
+
+const DEADLINE_MS = 200
+
+interface Harness {
+  redis: PrivateRedis
+  connection: ReturnType<typeof createRedisConnection>
+  lines: Record<string, unknown>[]
+  outcomes: CommandOutcome[]
+  registry: Registry
+  upValue: () => Promise<number | undefined>
+}
+
+async function connect(t: Test, target?: (port: number) => RedisTarget): Promise<Harness> {
+  const redis = await startPrivateRedis()
+  const lines: Record<string, unknown>[] = []
+  const outcomes: CommandOutcome[] = []
+  const registry = new Registry()
+  const connection = createRedisConnection({
+    target: target?.(redis.port) ?? { host: '127.0.0.1', port: redis.port },
+    logger: createLogger('info', { write: (line: string) => lines.push(JSON.parse(line) as Record<string, unknown>) }),
+    purpose: 'test store',
+    deadlineMs: DEADLINE_MS,
+    probeIntervalMs: 50,
+    onCommand: (_command, outcome) => outcomes.push(outcome),
+    up: { registry, name: 'test_store_up', help: 'whether Redis answers' },
+  })
+  t.teardown(async () => {
+    await connection.close()
+    await redis.dispose()
+  })
+  if (!(await eventually(async () => connection.isAvailable))) throw new Error('never connected')
+  const upValue = async () => (await registry.getSingleMetric('test_store_up')?.get())?.values[0]?.value
+  return { redis, connection, lines, outcomes, registry, upValue }
+}
+
+const ping = (connection: Harness['connection']) => connection.run('ping', async (client) => client.ping())
+const messages = (lines: Record<string, unknown>[], msg: string) => lines.filter((line) => line.msg === msg)
+
+t.test('commands are answered and reported ok, and the up gauge says 1', async (t) => {
+  const { connection, outcomes, upValue } = await connect(t)
+  t.equal(await connection.run('set', (client) => client.set('k', 'v')), 'OK')
+  t.equal(await connection.run('get', (client) => client.get('k')), 'v')
+  t.same(outcomes, ['ok', 'ok'])
+  t.equal(await upValue(), 1)
+})
+
+t.test('Redis down: commands fail at once, the outage is logged once, and the connection comes back by itself', async (t) => {
+  const { redis, connection, lines, outcomes, upValue } = await connect(t)
+  await redis.stop()
+  await eventually(async () => !connection.isAvailable)
+  for (let attempt = 0; attempt < 5; attempt++) {
+    const started = performance.now()
+    await t.rejects(ping(connection), RedisUnavailableError)
+    t.ok(performance.now() - started < 50, 'without waiting')
+  }
+  t.ok(outcomes.every((outcome) => outcome === 'error'))
+  t.equal(await upValue(), 0)
+  // Several reconnection attempts fail meanwhile; the log says so once.
+  t.ok(await eventually(async () => messages(lines, 'Redis unavailable; reconnecting in the background').length === 1))
+
+  await redis.start()
+  t.ok(await eventually(async () => connection.isAvailable), 'reconnected')
+  t.equal(await ping(connection), 'PONG')
+  t.equal(messages(lines, 'Redis unavailable; reconnecting in the background').length, 1, 'still one outage line')
+  t.equal(messages(lines, 'Redis connection ready').length, 2, 'ready at start and once back')
+})
+
+t.test('Redis silent: a command waits its deadline only, then Redis is set aside until a probe gets an answer', async (t) => {
+  const { redis, connection, outcomes, upValue } = await connect(t)
+  redis.pause()
+  const started = performance.now()
+  const error = await ping(connection).catch((failure: unknown) => failure)
+  const waited = performance.now() - started
+  t.ok(error instanceof RedisUnavailableError && error.timedOut, 'a timeout')
+  t.ok(waited >= DEADLINE_MS && waited < DEADLINE_MS + 300, `after the deadline (${Math.round(waited)} ms)`)
+  t.notOk(connection.isAvailable, 'set aside')
+  t.equal(await upValue(), 0)
+
+  const next = performance.now()
+  await t.rejects(ping(connection), RedisUnavailableError)
+  t.ok(performance.now() - next < 50, 'the next command fails at once')
+  t.same(outcomes, ['timeout', 'error'])
+
+  redis.resume()
+  t.ok(await eventually(async () => connection.isAvailable), 'a probe brought it back')
+  t.equal(await ping(connection), 'PONG')
+})
+
+t.test('a command Redis refuses fails alone: Redis is not set aside', async (t) => {
+  const { connection, outcomes } = await connect(t)
+  await connection.run('set', (client) => client.set('text', 'v'))
+  const error = await connection.run('lpush', (client) => client.lPush('text', 'x')).catch((failure: unknown) => failure)
+  t.ok(error instanceof RedisUnavailableError && !error.timedOut)
+  t.match((error as Error).cause, { message: /WRONGTYPE/ })
+  t.ok(connection.isAvailable)
+  t.equal(await ping(connection), 'PONG')
+  t.same(outcomes, ['ok', 'error', 'ok'])
+})
+
+t.test('close closes the connection and its duplicates', async (t) => {
+  const { connection } = await connect(t)
+  const subscriber = connection.duplicate()
+  await subscriber.connect()
+  await connection.close()
+  t.notOk(connection.client.isOpen)
+  t.notOk(subscriber.isOpen)
+})
+
+t.test('the log says where it connects, never the password of a URL', async (t) => {
+  const { lines } = await connect(t, (port) => ({ url: `redis://:hunter2@127.0.0.1:${port}/0` }))
+  const connecting = messages(lines, 'connecting to Redis')[0]
+  t.match(connecting, { purpose: 'test store', url: /^redis:\/\/127\.0\.0\.1:\d+\/0$/ })
+  t.notMatch(JSON.stringify(lines), 'hunter2')
+})
