@@ -1,5 +1,5 @@
 import fp from 'fastify-plugin'
-import type { FastifyError, FastifyReply, FastifyServerOptions } from 'fastify'
+import type { FastifyError, FastifyReply, FastifyServerOptions, preHandlerHookHandler } from 'fastify'
 import { HttpError } from './http-error.ts'
 
 export interface ErrorHandlingOptions {
@@ -11,6 +11,8 @@ export interface ErrorHandlingOptions {
   validationStatus?: number
   /** Turns the service's own error types into answers; `undefined` means "not mine". */
   mapError?: (error: unknown) => HttpError | undefined
+  /** Runs before a request that matches no route is answered 404 (the rate limit's hook). */
+  notFoundPreHandler?: preHandlerHookHandler | undefined
 }
 
 /** Errors are answers for this request only: no cache may keep them. */
@@ -26,7 +28,8 @@ export const errorHandling = fp<ErrorHandlingOptions>(
     const { errorBody, validationStatus = 400, mapError } = options
     const internalErrorBody = options.internalErrorBody ?? errorBody('Internal Server Error')
 
-    app.setNotFoundHandler((_request, reply) => {
+    const notFound = { ...(options.notFoundPreHandler ? { preHandler: options.notFoundPreHandler } : {}) }
+    app.setNotFoundHandler(notFound, (_request, reply) => {
       return reply.code(404).headers(ERROR_HEADERS).send(errorBody('Not Found'))
     })
 

@@ -3,6 +3,7 @@ import { Registry } from 'prom-client'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { frameworkErrorHandler } from '@repo/http-errors'
 import { AccessLog } from './access-log.ts'
+import { clientErrorHandler } from './client-errors.ts'
 import { requestIdOf } from './plugins/request-id.ts'
 
 declare module 'fastify' {
@@ -16,8 +17,13 @@ declare module 'fastify' {
   }
 }
 
-/** A request whose headers and body take longer than this to arrive is answered 408. */
+/** A request whose headers, or headers and body, take longer than this to arrive is answered 408. */
 const REQUEST_TIMEOUT_MS = 30_000
+/**
+ * How often Node checks those deadlines: its default, 30 s, let a request that trickled in one
+ * byte a second hold its connection for up to twice the timeout before the 408.
+ */
+const TIMEOUT_CHECK_INTERVAL_MS = 500
 
 export interface ServerOptions {
   /** The process logger (`createLogger`). */
@@ -32,9 +38,10 @@ export interface ServerOptions {
 
 /**
  * The Fastify instance of a service, with what both share: one access line per request, request
- * ids (`requestIdOf`), a 30 s request timeout, `TRUST_PROXY`, no type coercion (`?name=1&name=2`
- * is an array, `{"name": 123}` is not a string), errors before routing in the service's shape, and
- * the app's metrics registry. It does not listen.
+ * ids (`requestIdOf`), 30 s for a request to arrive (enforced within half a second of it, for its
+ * headers and its body alike), `TRUST_PROXY`, no type coercion (`?name=1&name=2` is an array,
+ * `{"name": 123}` is not a string), errors before routing and requests Node cannot parse answered
+ * in the service's shape, and the app's metrics registry. It does not listen.
  */
 export function createServer(options: ServerOptions) {
   const app = Fastify({
@@ -43,6 +50,15 @@ export function createServer(options: ServerOptions) {
     // Its log label stays Fastify's default, `reqId`.
     genReqId: requestIdOf,
     requestTimeout: REQUEST_TIMEOUT_MS,
+    http: {
+      requestTimeout: REQUEST_TIMEOUT_MS,
+      headersTimeout: REQUEST_TIMEOUT_MS,
+      connectionsCheckingInterval: TIMEOUT_CHECK_INTERVAL_MS,
+      // Node answers a request without Host with an empty 400 of its own; `hostHeader` answers it
+      // in the service's shape instead.
+      requireHostHeader: false,
+    },
+    clientErrorHandler: clientErrorHandler(options.errorBody),
     trustProxy: trustProxy(options.trustProxy),
     ajv: { customOptions: { coerceTypes: false } },
     frameworkErrors: frameworkErrorHandler({ errorBody: options.errorBody }),

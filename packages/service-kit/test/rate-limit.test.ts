@@ -100,3 +100,12 @@ t.test('with Redis down or silent, requests are let through rather than refused 
   await redis.stop()
   t.equal((await app.inject({ url: '/things/1' })).statusCode, 200, 'Redis down: let through')
 })
+
+t.test('requests to unmatched routes count too, and are answered 429 past the limit', async (t) => {
+  const app = await buildLimited(t, 2)
+  t.equal((await app.inject({ url: '/nowhere' })).statusCode, 404)
+  t.equal((await app.inject({ url: '/things/1' })).statusCode, 200)
+  const refused = await app.inject({ url: '/nowhere/else' })
+  t.equal(refused.statusCode, 429)
+  t.same(refused.json(), { detail: 'Rate limit exceeded, retry in 1 minute' })
+})

@@ -1,5 +1,6 @@
 import t, { type Test } from 'tap'
 import { Registry } from 'prom-client'
+import { createClient, defineScript } from 'redis'
 import { eventually, startPrivateRedis, type PrivateRedis } from '@repo/test-support'
 import { createLogger, createRedisConnection, RedisUnavailableError, type CommandOutcome, type RedisTarget } from '../src/index.ts'
 
@@ -80,10 +81,14 @@ t.test('Redis silent: a command waits its deadline only, then Redis is set aside
   t.notOk(connection.isAvailable, 'set aside')
   t.equal(await upValue(), 0)
 
+  const [first, second] = await Promise.allSettled([ping(connection), ping(connection)])
+  t.equal(first.status, 'rejected', 'while set aside')
+  t.equal(second.status, 'rejected')
+
   const next = performance.now()
   await t.rejects(ping(connection), RedisUnavailableError)
   t.ok(performance.now() - next < 50, 'the next command fails at once')
-  t.same(outcomes, ['timeout', 'error'])
+  t.same(outcomes, ['timeout', 'error', 'error', 'error'])
 
   redis.resume()
   t.ok(await eventually(async () => connection.isAvailable), 'a probe brought it back')
@@ -115,4 +120,61 @@ t.test('the log says where it connects, never the password of a URL', async (t) 
   const connecting = messages(lines, 'connecting to Redis')[0]
   t.match(connecting, { purpose: 'test store', url: /^redis:\/\/127\.0\.0\.1:\d+\/0$/ })
   t.notMatch(JSON.stringify(lines), 'hunter2')
+})
+
+t.test('several commands missing their deadline together set Redis aside once, and every probe that answers late is ignored', async (t) => {
+  const { redis, connection, lines } = await connect(t)
+  redis.pause()
+  const failures = await Promise.allSettled([ping(connection), ping(connection), ping(connection)])
+  t.ok(failures.every((result) => result.status === 'rejected'))
+  // Probes pile up behind the silent Redis; once it answers, they all come back.
+  await new Promise((resolve) => setTimeout(resolve, 200))
+  redis.resume()
+  t.ok(await eventually(async () => connection.isAvailable))
+  t.equal(messages(lines, 'Redis unavailable; reconnecting in the background').length, 1)
+  t.equal(messages(lines, 'Redis connection ready').length, 2, 'ready at start, and back once')
+})
+
+t.test('a password, a database and scripts are used as given', async (t) => {
+  const redis = await startPrivateRedis(['--requirepass', 'pa55'])
+  t.teardown(() => redis.dispose())
+  const connection = createRedisConnection({
+    target: { host: '127.0.0.1', port: redis.port, password: 'pa55', database: 3 },
+    scripts: { double: defineScript({ SCRIPT: 'return ARGV[1] * 2', NUMBER_OF_KEYS: 0, parseCommand: (parser, value: string) => parser.push(value), transformReply: (reply: unknown) => Number(reply) }) },
+    logger: createLogger('silent', { write: () => {} }),
+    purpose: 'authenticated',
+  })
+  t.teardown(() => connection.close())
+  t.ok(await eventually(async () => connection.isAvailable), 'authenticated')
+  await connection.run('set', (client) => client.set('where', 'here'))
+  t.equal(await connection.run('double', (client) => client.double('21')), 42)
+  const inspector = createClient({ socket: { host: '127.0.0.1', port: redis.port }, password: 'pa55', database: 3 })
+  await inspector.connect()
+  t.teardown(() => inspector.destroy())
+  t.equal(await inspector.get('where'), 'here', 'in database 3')
+})
+
+t.test('close does not wait on a silent Redis longer than the deadline', async (t) => {
+  const { redis, connection } = await connect(t)
+  redis.pause()
+  t.teardown(() => redis.resume())
+  // A command in flight: close() would wait for its answer.
+  connection.client.ping().catch(() => {})
+  const started = performance.now()
+  await connection.close()
+  t.ok(performance.now() - started < DEADLINE_MS + 300, 'closed within the deadline')
+  t.notOk(connection.client.isOpen)
+})
+
+t.test('a connection that never reached Redis closes at once', async (t) => {
+  const redis = await startPrivateRedis()
+  await redis.dispose()
+  const connection = createRedisConnection({
+    target: { host: '127.0.0.1', port: redis.port },
+    logger: createLogger('silent', { write: () => {} }),
+    purpose: 'never connected',
+  })
+  await t.rejects(ping(connection), RedisUnavailableError)
+  await connection.close()
+  t.notOk(connection.isAvailable)
 })

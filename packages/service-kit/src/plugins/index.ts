@@ -1,7 +1,10 @@
 import fp from 'fastify-plugin'
+import type { preHandlerHookHandler } from 'fastify'
 import { errorHandling, type ErrorHandlingOptions } from '@repo/http-errors'
 import { closeConnectionsOnShutdown } from './close-connections.ts'
 import { cors } from './cors.ts'
+import { hostHeader } from './host-header.ts'
+import { jsonBody } from './json-body.ts'
 import { metrics } from './metrics.ts'
 import { openapi, type OpenApiOptions } from './openapi.ts'
 import { rateLimit, type RateLimitRedis } from './rate-limit.ts'
@@ -21,17 +24,22 @@ export interface ServiceKitOptions {
 
 /**
  * Everything both services set up the same way, before their routes, as named plugins in the
- * order a request meets them: its answers' error shape, its request id, the security headers,
- * CORS, the rate limit, the OpenAPI document and Swagger UI, `/metrics`, and `Connection: close`
- * once shutting down. Options are given once, here.
+ * order a request meets them: its request id, the security headers, the Host check, CORS, the
+ * rate limit (unmatched routes included), its answers' error shape, strict UTF-8 JSON bodies, the
+ * OpenAPI document and Swagger UI, `/metrics`, and `Connection: close` once shutting down.
+ * Options are given once, here.
  */
 export const serviceKit = fp<ServiceKitOptions>(
   async (app, options) => {
-    await app.register(errorHandling, options.errors)
     await app.register(requestId)
     await app.register(securityHeaders)
+    await app.register(hostHeader)
     await app.register(cors, options.cors)
     await app.register(rateLimit, { ...options.rateLimit, errorBody: options.errors.errorBody, service: options.openapi.title })
+    // A 404 counts against the limit too: otherwise anyone could flood the logs past it.
+    const notFoundPreHandler = app.hasDecorator('rateLimit') ? (app.rateLimit() as preHandlerHookHandler) : undefined
+    await app.register(errorHandling, { ...options.errors, notFoundPreHandler })
+    await app.register(jsonBody)
     await app.register(openapi, options.openapi)
     await app.register(metrics)
     await app.register(closeConnectionsOnShutdown)

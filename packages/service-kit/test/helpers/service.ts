@@ -28,6 +28,7 @@ export async function buildService(t: Test, options: ServiceOptions = {}) {
     request.log.info('handling')
     return { id: (request.params as { id: string }).id }
   })
+  app.post('/echo', async (request) => ({ received: request.body }))
   app.get('/scarce', { config: { rateLimit: { max: 1, timeWindow: 60_000 } } }, async () => ({ ok: true }))
   app.get('/health', { logLevel: 'warn' }, async () => ({ status: 'ok' }))
   app.get('/ready', { logLevel: 'warn' }, async () => ({ status: 'ready' }))

@@ -1,0 +1,51 @@
+import t from 'tap'
+import { buildService } from './helpers/service.ts'
+
+const post = (payload: string | Buffer, contentType = 'application/json') => ({
+  method: 'POST' as const,
+  url: '/echo',
+  headers: { 'content-type': contentType },
+  payload,
+})
+
+t.test('a body that is not valid UTF-8 is answered 400 and reaches no route', async (t) => {
+  const { app } = await buildService(t)
+  const bodies = [
+    Buffer.from('{"name":"a\xffb"}', 'latin1'),
+    // A UTF-16 surrogate encoded as UTF-8 (CESU): not UTF-8.
+    Buffer.concat([Buffer.from('{"name":"'), Buffer.from([0xed, 0xa0, 0x80]), Buffer.from('"}')]),
+  ]
+  for (const body of bodies) {
+    const res = await app.inject(post(body))
+    t.equal(res.statusCode, 400)
+    t.same(res.json(), { detail: 'Body is not valid UTF-8 JSON' })
+    t.equal(res.headers['cache-control'], 'no-store')
+  }
+})
+
+t.test('a body that declares another charset is answered 400; UTF-8, declared or not, is read as sent', async (t) => {
+  const { app } = await buildService(t)
+  const latin1 = await app.inject(post(Buffer.from('{"name":"caf\xe9"}', 'latin1'), 'application/json; charset=latin1'))
+  t.equal(latin1.statusCode, 400)
+  t.same(latin1.json(), { detail: 'Body is not valid UTF-8 JSON' })
+  for (const contentType of ['application/json', 'application/json; charset=utf-8', 'application/json;charset="UTF-8"']) {
+    const res = await app.inject(post('{"name":"café 🍵"}', contentType))
+    t.equal(res.statusCode, 200, contentType)
+    t.same(res.json(), { received: { name: 'café 🍵' } })
+  }
+})
+
+t.test('__proto__ and constructor keys are dropped, and the other fields read as sent', async (t) => {
+  const { app } = await buildService(t)
+  const res = await app.inject(post('{"name":"p","__proto__":{"polluted":true},"constructor":{"prototype":{"polluted":true}}}'))
+  t.equal(res.statusCode, 200)
+  t.same(res.json(), { received: { name: 'p' } })
+  t.equal(({} as { polluted?: boolean }).polluted, undefined)
+})
+
+t.test('malformed JSON is still answered 400 in the service shape', async (t) => {
+  const { app } = await buildService(t)
+  const res = await app.inject(post('{"name":'))
+  t.equal(res.statusCode, 400)
+  t.match(res.json(), { detail: /not valid JSON/ })
+})
