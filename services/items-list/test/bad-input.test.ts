@@ -1,8 +1,8 @@
 import t from 'tap'
 import type { InjectOptions } from 'fastify'
-import { buildWithRedis } from './helpers/build.ts'
+import { buildService } from './helpers/service.ts'
 
-const { app, storedItems, inspector } = await buildWithRedis(t)
+const { app, storedItems, inspector } = await buildService(t)
 
 const JSON_HEADERS = { 'content-type': 'application/json' }
 

@@ -2,10 +2,8 @@ import t from 'tap'
 import type { FastifyInstance } from 'fastify'
 import { performance } from 'node:perf_hooks'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { buildApp } from '../src/app.ts'
-import { createRedisItemStore } from '../src/item-store.ts'
-import { buildWithRedis, silentLogger, waitUntilReady } from './helpers/build.ts'
 import { createPrivateRedis } from '@repo/test-support'
+import { buildService } from './helpers/service.ts'
 
 const FAIL_FAST_MS = 1_000
 const STORE_UNAVAILABLE = { detail: 'Item store unavailable' }
@@ -17,7 +15,7 @@ async function timedInject(app: FastifyInstance, method: 'GET' | 'POST' | 'DELET
 }
 
 t.test('Redis down: item routes answer 503 within 1 s, /ready 503; back up: served again without a restart', async (t) => {
-  const { app, redis, store, storedItems } = await buildWithRedis(t)
+  const { app, redis, storedItems, untilReady } = await buildService(t)
   await app.inject({ method: 'POST', url: '/items/', payload: { name: 'before' } })
   await redis.stop()
 
@@ -35,14 +33,14 @@ t.test('Redis down: item routes answer 503 within 1 s, /ready 503; back up: serv
   t.equal((await app.inject({ method: 'GET', url: '/health' })).statusCode, 200, '/health still answers 200')
 
   await redis.start()
-  await waitUntilReady(store)
+  await untilReady()
   t.equal((await app.inject({ method: 'POST', url: '/items/', payload: { name: 'after' } })).statusCode, 201)
   t.equal((await app.inject({ method: 'GET', url: '/ready' })).statusCode, 200)
   t.same(await storedItems(), ['before', 'after'], 'the acknowledged write survived the crash')
 })
 
 t.test('every name that got a 201 across a Redis crash and restart is in Redis', async (t) => {
-  const { app, redis, store, storedItems } = await buildWithRedis(t)
+  const { app, redis, storedItems, untilReady } = await buildService(t)
   const acknowledged: string[] = []
   const statuses = new Set<number>()
   let slowest = 0
@@ -62,7 +60,7 @@ t.test('every name that got a 201 across a Redis crash and restart is in Redis',
   await sleep(300)
   await redis.start()
   await writer
-  await waitUntilReady(store)
+  await untilReady()
 
   t.same([...statuses].sort(), [201, 503], 'writes succeeded before and after, and failed cleanly during')
   t.ok(slowest < FAIL_FAST_MS, `slowest answer took ${Math.round(slowest)} ms`)
@@ -71,7 +69,7 @@ t.test('every name that got a 201 across a Redis crash and restart is in Redis',
 })
 
 t.test('clients that retry their 503s with an Idempotency-Key store every name exactly once across a Redis crash', async (t) => {
-  const { app, redis, store, storedItems } = await buildWithRedis(t)
+  const { app, redis, storedItems, untilReady } = await buildService(t)
   const statuses = new Set<number>()
   let replays = 0
 
@@ -97,7 +95,7 @@ t.test('clients that retry their 503s with an Idempotency-Key store every name e
   await sleep(300)
   await redis.start()
   await Promise.all(clients)
-  await waitUntilReady(store)
+  await untilReady()
 
   t.same([...statuses].sort(), [201, 503], 'the crash failed some attempts')
   const stored = await storedItems()
@@ -107,14 +105,14 @@ t.test('clients that retry their 503s with an Idempotency-Key store every name e
 })
 
 t.test('an append answered 503 but stored after all is not stored again when its client retries with its key', async (t) => {
-  const { app, redis, store, storedItems } = await buildWithRedis(t)
+  const { app, redis, storedItems, untilReady } = await buildService(t)
   const attempt = () => app.inject({ method: 'POST', url: '/items/', payload: { name: 'late' }, headers: { 'idempotency-key': 'k-late' } })
 
   // Frozen, Redis holds the command unread past the deadline; thawed, it runs it.
   redis.pause()
   const first = await attempt()
   redis.resume()
-  await waitUntilReady(store)
+  await untilReady()
   t.equal(first.statusCode, 503)
   t.same(await storedItems(), ['late'], 'the 503 was stored all the same')
 
@@ -125,7 +123,7 @@ t.test('an append answered 503 but stored after all is not stored again when its
 })
 
 t.test('a Redis that stops answering gets 503 within 1 s, not a hanging request', async (t) => {
-  const { app, redis, store } = await buildWithRedis(t)
+  const { app, redis, untilReady } = await buildService(t)
   redis.pause()
   t.teardown(() => redis.resume())
 
@@ -136,19 +134,14 @@ t.test('a Redis that stops answering gets 503 within 1 s, not a hanging request'
   }
 
   redis.resume()
-  await waitUntilReady(store)
+  await untilReady()
   t.equal((await app.inject({ method: 'GET', url: '/items/' })).statusCode, 200)
 })
 
 t.test('the service starts while Redis is down and serves once Redis comes up', async (t) => {
   const redis = await createPrivateRedis()
-  const store = createRedisItemStore({ host: '127.0.0.1', port: redis.port, database: 0, key: 'items', logger: silentLogger })
-  const app = await buildApp({}, { store })
-  t.teardown(async () => {
-    await app.close()
-    await store.close()
-    await redis.dispose()
-  })
+  t.teardown(() => redis.dispose())
+  const { app, untilReady } = await buildService(t, { redis, ready: false })
 
   const { res, elapsedMs } = await timedInject(app, 'POST', '/items/', { name: 'early' })
   t.equal(res.statusCode, 503)
@@ -157,7 +150,7 @@ t.test('the service starts while Redis is down and serves once Redis comes up', 
   t.equal((await app.inject({ method: 'GET', url: '/ready' })).statusCode, 503)
 
   await redis.start()
-  await waitUntilReady(store)
+  await untilReady()
   t.equal((await app.inject({ method: 'POST', url: '/items/', payload: { name: 'late' } })).statusCode, 201)
   t.same((await app.inject({ method: 'GET', url: '/items/' })).json(), { items: ['late'] })
 })

@@ -1,14 +1,14 @@
 import t from 'tap'
-import { buildWithRedis, ITEMS_KEY } from './helpers/build.ts'
+import { buildService, ITEMS_KEY } from './helpers/service.ts'
 
 const ADDED = { message: 'Item added successfully' }
 
-function post(app: Awaited<ReturnType<typeof buildWithRedis>>['app'], name: string, key?: string) {
+function post(app: Awaited<ReturnType<typeof buildService>>['app'], name: string, key?: string) {
   return app.inject({ method: 'POST', url: '/items/', payload: { name }, headers: key === undefined ? {} : { 'idempotency-key': key } })
 }
 
 t.test('Idempotency-Key', async (t) => {
-  const { app, inspector, storedItems } = await buildWithRedis(t)
+  const { app, inspector, storedItems } = await buildService(t)
 
   t.test('a repeat with the same key and name gets the same 201, marked replayed, and appends nothing', async (t) => {
     const first = await post(app, 'pear', 'key-1')
@@ -53,7 +53,7 @@ t.test('Idempotency-Key', async (t) => {
     t.same(await storedItems(), ['lime'])
   })
 
-  t.test('a key is remembered for IDEMPOTENCY_TTL_SECONDS (a day by default)', async (t) => {
+  t.test('without IDEMPOTENCY_TTL_SECONDS a key is remembered for a day (86400 s)', async (t) => {
     await post(app, 'date', 'key-7')
     const ttl = await inspector.ttl(`${ITEMS_KEY}:idempotency:key-7`)
     t.ok(ttl > 86_390 && ttl <= 86_400, `${ttl} s left`)

@@ -4,7 +4,7 @@ import { once } from 'node:events'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { fileURLToPath } from 'node:url'
 import { LISTENING, createPrivateRedis, eventually, isListening, runServiceSource, startPrivateRedis, waitForStatus } from '@repo/test-support'
-import { connectInspector, type Inspector } from './helpers/build.ts'
+import { connectInspector, type Inspector } from './helpers/service.ts'
 
 const SERVICE_ROOT = fileURLToPath(new URL('..', import.meta.url))
 const runServer = (env: Record<string, string>) => runServiceSource(SERVICE_ROOT, env)
