@@ -46,6 +46,12 @@ const badBodies: BadInput[] = [
     detail: 'Unsupported Media Type',
   },
   {
+    rule: 'a body just over 16 KiB, even with a valid name',
+    request: { headers: JSON_HEADERS, payload: JSON.stringify({ name: 'apple', padding: 'x'.repeat(16 * 1024) }) },
+    status: 413,
+    detail: 'Request body is too large',
+  },
+  {
     rule: 'a 1 MiB body',
     request: { headers: JSON_HEADERS, payload: JSON.stringify({ name: 'x'.repeat(1024 * 1024) }) },
     status: 413,
@@ -93,4 +99,13 @@ t.test('DELETE /items/ without a name answers 404 Not Found and changes nothing'
   t.equal(res.statusCode, 404)
   t.same(res.json(), { detail: 'Not Found' })
   t.same(await storedItems(), ['existing'])
+})
+
+t.test('a body of up to 16 KiB is accepted', async (t) => {
+  const payload = JSON.stringify({ name: 'apple', padding: '' })
+  const body = JSON.stringify({ name: 'apple', padding: 'x'.repeat(16 * 1024 - payload.length) })
+  t.equal(Buffer.byteLength(body), 16 * 1024)
+  const res = await app.inject({ method: 'POST', url: '/items/', headers: JSON_HEADERS, payload: body })
+  t.equal(res.statusCode, 201)
+  t.same(await storedItems(), ['apple'])
 })

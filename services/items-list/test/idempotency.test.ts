@@ -78,3 +78,10 @@ t.test('Idempotency-Key', async (t) => {
     t.ok(operation?.responses['201']?.headers['Idempotent-Replayed'])
   })
 })
+
+t.test('a key is remembered for the IDEMPOTENCY_TTL_SECONDS the service is configured with', async (t) => {
+  const { app, inspector } = await buildService(t, { env: { IDEMPOTENCY_TTL_SECONDS: '120' } })
+  t.equal((await post(app, 'quince', 'key-ttl')).statusCode, 201)
+  const ttl = await inspector.ttl(`${ITEMS_KEY}:idempotency:key-ttl`)
+  t.ok(ttl > 110 && ttl <= 120, `${ttl} s left`)
+})

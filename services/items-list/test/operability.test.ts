@@ -92,3 +92,41 @@ t.test('RATE_LIMIT_PER_MINUTE counts in Redis: replicas on one Redis share each 
   t.equal((await first.app.inject({ method: 'GET', url: '/health' })).statusCode, 200)
   t.equal((await first.app.inject({ method: 'GET', url: '/metrics' })).statusCode, 200)
 })
+
+t.test('the rate limit’s window is fixed by a client’s first request: later requests do not push its end back', async (t) => {
+  const { app, inspector } = await buildService(t, { env: { RATE_LIMIT_PER_MINUTE: '2' } })
+  const key = 'rate-limit:items-list:127.0.0.1'
+
+  t.equal((await app.inject({ method: 'GET', url: '/items/' })).statusCode, 200)
+  const windowMs = await inspector.pTTL(key)
+  t.ok(windowMs > 55_000 && windowMs <= 60_000, `the first request opens a one-minute window (${windowMs} ms left)`)
+  // As if 40 s of the window had passed, without waiting for them.
+  await inspector.pExpire(key, 20_000)
+
+  const second = await app.inject({ method: 'GET', url: '/items/' })
+  t.equal(second.statusCode, 200)
+  const leftMs = await inspector.pTTL(key)
+  t.ok(leftMs > 0 && leftMs <= 20_000, `a later request leaves the window's end where it was (${leftMs} ms left)`)
+  t.ok(Number(second.headers['x-ratelimit-reset']) <= 20, `X-RateLimit-Reset ${String(second.headers['x-ratelimit-reset'])}`)
+
+  const refused = await app.inject({ method: 'GET', url: '/items/' })
+  t.equal(refused.statusCode, 429)
+  const retryAfter = Number(refused.headers['retry-after'])
+  t.ok(retryAfter > 0 && retryAfter <= 20, `Retry-After ${retryAfter} s: the end of the first request's window`)
+  t.ok((await inspector.pTTL(key)) <= 20_000, 'nor does a refused one')
+})
+
+t.test('TRUST_PROXY decides the client address the rate limit counts and the access line shows', async (t) => {
+  const behindProxy = await buildService(t, { env: { RATE_LIMIT_PER_MINUTE: '5', TRUST_PROXY: '127.0.0.1' } })
+  const direct = await buildService(t, { env: { RATE_LIMIT_PER_MINUTE: '5' } })
+  const headers = { 'x-forwarded-for': '203.0.113.7', 'x-request-id': 'forwarded' }
+
+  await behindProxy.app.inject({ method: 'GET', url: '/items/', headers })
+  t.equal(await behindProxy.inspector.get('rate-limit:items-list:203.0.113.7'), '1', 'the trusted proxy’s client is counted')
+  const line = await behindProxy.logs.waitFor((entry) => entry.reqId === 'forwarded' && entry.msg === 'request completed')
+  t.equal(line.remoteAddress, '203.0.113.7')
+
+  await direct.app.inject({ method: 'GET', url: '/items/', headers })
+  t.equal(await direct.inspector.get('rate-limit:items-list:127.0.0.1'), '1', 'unset, X-Forwarded-For is not believed')
+  t.equal(await direct.inspector.get('rate-limit:items-list:203.0.113.7'), null)
+})
