@@ -25,7 +25,7 @@ if (kind === 'http') {
   app.get('/items/', async (_request, reply) => reply.headers(SECURITY_HEADERS).send({ items: PREFILLED_NAMES }))
   app.post('/items/', async (_request, reply) => reply.headers(SECURITY_HEADERS).code(201).send(ADDED))
 } else {
-  // As createRedisItemStore configures its client: node-redis's default 5 s command timeout
+  // As service-kit's createRedisConnection configures the store's client: node-redis's default 5 s command timeout
   // costs an AbortSignal per command, which the service turns off; a ceiling that kept it would
   // be slower than the service's own client and flatter the ratio.
   const client = createClient({

@@ -1,25 +1,11 @@
-import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify'
-import { Registry } from 'prom-client'
-import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
-import { HttpError, frameworkErrorHandler, registerErrorHandling } from '@repo/http-errors'
-import { AccessLog, registerHttpSetup, serverOptions, type RateLimitRedis } from '@repo/service-kit'
+import type { FastifyBaseLogger, FastifyInstance } from 'fastify'
+import { HttpError } from '@repo/http-errors'
+import { createServer, RedisUnavailableError, serviceKit } from '@repo/service-kit'
 import type { ItemsListConfig } from './config.ts'
-import { StoreUnavailableError, type ItemStore } from './item-store.ts'
+import { itemStore } from './plugins/item-store.ts'
 import { healthRoutes } from './routes/health.ts'
 import { itemRoutes } from './routes/items.ts'
 import { rootRoutes } from './routes/root.ts'
-
-export type AppConfig = Pick<ItemsListConfig, 'CORS_ORIGINS' | 'TRUST_PROXY'> & Partial<Pick<ItemsListConfig, 'RATE_LIMIT_PER_MINUTE'>>
-
-export interface AppDependencies {
-  store: ItemStore
-  /** The process logger (`server.ts` creates it); no logging when omitted. */
-  logger?: FastifyBaseLogger
-  /** The registry `/metrics` serves; a new one when omitted (never prom-client's global one). */
-  metrics?: Registry
-  /** Where the rate limit counts, shared by replicas: the store's Redis. In the process when omitted. */
-  rateLimitRedis?: RateLimitRedis
-}
 
 const errorBody = (detail: string) => ({ detail })
 
@@ -31,43 +17,38 @@ const BODY_LIMIT_BYTES = 16 * 1024
  */
 const MAX_PARAM_LENGTH = 1024 * 2 * 2
 
-/** Builds the items-list application around `store`. Never listens: `server.ts` does. */
-export async function buildApp(config: AppConfig, deps: AppDependencies): Promise<FastifyInstance> {
-  const app = Fastify({
-    ...(deps.logger ? { loggerInstance: deps.logger } : { logger: false }),
-    logController: new AccessLog(),
-    ...serverOptions(config),
-    bodyLimit: BODY_LIMIT_BYTES,
-    routerOptions: { ignoreTrailingSlash: true, maxParamLength: MAX_PARAM_LENGTH },
-    // Names are strings: {"name": 123} is an error, not "123".
-    ajv: { customOptions: { coerceTypes: false } },
-    frameworkErrors: frameworkErrorHandler({ errorBody }),
-  }).withTypeProvider<TypeBoxTypeProvider>()
+/** A Redis that is down, refuses or misses its deadline is the store's failure, not the caller's. */
+function mapStoreFailure(error: unknown): HttpError | undefined {
+  if (!(error instanceof RedisUnavailableError)) return undefined
+  return new HttpError(503, { detail: 'Item store unavailable' }, { cause: error })
+}
 
+/**
+ * The whole items-list service from its validated configuration: the server, the item store
+ * (its Redis connection opened here and closed when the app closes), the shared set-up, the
+ * routes. Production (`server.ts`) and the tests build it with this one function. Never listens.
+ */
+export async function buildApp(config: ItemsListConfig, { logger }: { logger: FastifyBaseLogger }): Promise<FastifyInstance> {
+  const app = createServer({
+    logger,
+    errorBody,
+    trustProxy: config.TRUST_PROXY,
+    fastify: { bodyLimit: BODY_LIMIT_BYTES, routerOptions: { ignoreTrailingSlash: true, maxParamLength: MAX_PARAM_LENGTH } },
+  })
   // Bodies are JSON or nothing: anything else (text/plain included) is 415.
   app.removeContentTypeParser('text/plain')
-  registerErrorHandling(app, {
-    errorBody,
-    validationStatus: 422,
-    mapError: (error) =>
-      error instanceof StoreUnavailableError
-        ? new HttpError(503, { detail: 'Item store unavailable' }, { cause: error })
-        : undefined,
-  })
 
-  await registerHttpSetup(app, {
+  await app.register(itemStore, { config })
+  await app.register(serviceKit, {
     openapi: { title: 'items-list', version: '1.0.0', description: 'An ordered list of item names kept in Redis.' },
-    errorBody,
-    corsOrigins: config.CORS_ORIGINS,
-    corsMethods: ['GET', 'HEAD', 'POST', 'DELETE'],
-    metrics: deps.metrics ?? new Registry(),
-    rateLimitPerMinute: config.RATE_LIMIT_PER_MINUTE,
-    redis: deps.rateLimitRedis,
+    errors: { errorBody, validationStatus: 422, mapError: mapStoreFailure },
+    cors: { origins: config.CORS_ORIGINS, methods: ['GET', 'HEAD', 'POST', 'DELETE'] },
+    // Counted in the store's Redis, so that replicas share each client's count.
+    rateLimit: { perMinute: config.RATE_LIMIT_PER_MINUTE, redis: app.itemStoreRedis },
   })
 
   await app.register(rootRoutes)
-  await app.register(healthRoutes, { store: deps.store })
-  await app.register(itemRoutes, { store: deps.store })
-
+  await app.register(healthRoutes)
+  await app.register(itemRoutes)
   return app
 }

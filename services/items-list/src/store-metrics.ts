@@ -1,29 +1,25 @@
-import { Counter, Gauge, Histogram, type Registry } from 'prom-client'
+import { Counter, Histogram, type Registry } from 'prom-client'
+import type { CommandOutcome } from '@repo/service-kit'
 
 /** The Redis commands the store sends, as `command` label values. */
 export const STORE_COMMANDS = ['rpush', 'append_once', 'lrange', 'lrem', 'ping'] as const
 export type StoreCommand = (typeof STORE_COMMANDS)[number]
 
-/** ok: Redis answered; error: it refused or the connection failed; timeout: the deadline passed first. */
-export type CommandOutcome = 'ok' | 'error' | 'timeout'
 const OUTCOMES: readonly CommandOutcome[] = ['ok', 'error', 'timeout']
 
 /** From 100 µs: a healthy Redis answers in well under a millisecond; the deadline is 500 ms. */
 const DURATION_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1]
 
-export interface StoreMetrics {
-  command(command: StoreCommand, outcome: CommandOutcome, seconds: number): void
-  /** Whether the connection to Redis is ready: `items_store_up` 1 or 0. */
-  up(ready: boolean): void
-}
+/** `items_store_up`: the Redis connection's gauge (`createRedisConnection`'s `up`). */
+export const STORE_UP_GAUGE = { name: 'items_store_up', help: '1 while Redis answers the item store, else 0' }
 
 /**
- * `items_store_commands_total` {command, outcome}, `items_store_command_duration_seconds`
- * {command} and `items_store_up` in `registry`. Every series is created up front, so a scrape
- * shows zeros rather than nothing before the first failure, and recording a command costs no
- * label lookup.
+ * `items_store_commands_total` {command, outcome} and `items_store_command_duration_seconds`
+ * {command} in `registry`; returns what records one command (`createRedisConnection`'s
+ * `onCommand`). Every series is created up front, so a scrape shows zeros rather than nothing
+ * before the first failure, and recording a command costs no label lookup.
  */
-export function createStoreMetrics(registry: Registry): StoreMetrics {
+export function createStoreMetrics(registry: Registry): (command: string, outcome: CommandOutcome, seconds: number) => void {
   const commands = new Counter({
     name: 'items_store_commands_total',
     help: 'Redis commands sent by the item store, by outcome',
@@ -37,8 +33,6 @@ export function createStoreMetrics(registry: Registry): StoreMetrics {
     buckets: DURATION_BUCKETS,
     registers: [registry],
   })
-  const up = new Gauge({ name: 'items_store_up', help: '1 while the connection to Redis is ready, else 0', registers: [registry] })
-  up.set(0)
 
   const byCommand = <T>(make: (command: StoreCommand) => T) =>
     Object.fromEntries(STORE_COMMANDS.map((command) => [command, make(command)])) as Record<StoreCommand, T>
@@ -53,13 +47,9 @@ export function createStoreMetrics(registry: Registry): StoreMetrics {
   )
   const timers = byCommand((command) => duration.labels({ command }))
 
-  return {
-    command(command, outcome, seconds) {
-      counters[command][outcome].inc()
-      timers[command].observe(seconds)
-    },
-    up(ready) {
-      up.set(ready ? 1 : 0)
-    },
+  return (command, outcome, seconds) => {
+    // Only the store's own commands are sent on its connection (`createItemStore` names them).
+    counters[command as StoreCommand][outcome].inc()
+    timers[command as StoreCommand].observe(seconds)
   }
 }

@@ -1,8 +1,8 @@
 import t from 'tap'
 import type { InjectOptions } from 'fastify'
-import { buildWithRedis } from './helpers/build.ts'
+import { buildService } from './helpers/service.ts'
 
-const { app, storedItems, inspector } = await buildWithRedis(t)
+const { app, storedItems, inspector } = await buildService(t)
 
 const JSON_HEADERS = { 'content-type': 'application/json' }
 
@@ -44,6 +44,12 @@ const badBodies: BadInput[] = [
     request: { headers: { 'content-type': 'application/x-www-form-urlencoded' }, payload: 'name=apple' },
     status: 415,
     detail: 'Unsupported Media Type',
+  },
+  {
+    rule: 'a body just over 16 KiB, even with a valid name',
+    request: { headers: JSON_HEADERS, payload: JSON.stringify({ name: 'apple', padding: 'x'.repeat(16 * 1024) }) },
+    status: 413,
+    detail: 'Request body is too large',
   },
   {
     rule: 'a 1 MiB body',
@@ -93,4 +99,13 @@ t.test('DELETE /items/ without a name answers 404 Not Found and changes nothing'
   t.equal(res.statusCode, 404)
   t.same(res.json(), { detail: 'Not Found' })
   t.same(await storedItems(), ['existing'])
+})
+
+t.test('a body of up to 16 KiB is accepted', async (t) => {
+  const payload = JSON.stringify({ name: 'apple', padding: '' })
+  const body = JSON.stringify({ name: 'apple', padding: 'x'.repeat(16 * 1024 - payload.length) })
+  t.equal(Buffer.byteLength(body), 16 * 1024)
+  const res = await app.inject({ method: 'POST', url: '/items/', headers: JSON_HEADERS, payload: body })
+  t.equal(res.statusCode, 201)
+  t.same(await storedItems(), ['apple'])
 })

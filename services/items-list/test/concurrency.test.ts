@@ -1,7 +1,7 @@
 import t from 'tap'
-import { buildWithRedis } from './helpers/build.ts'
+import { buildService } from './helpers/service.ts'
 
-const { app, storedItems, inspector } = await buildWithRedis(t)
+const { app, storedItems, inspector } = await buildService(t)
 
 t.test('500 concurrent POSTs of distinct names all answer 201 and each name is stored exactly once', async (t) => {
   const names = Array.from({ length: 500 }, (_, index) => `item-${index}`)

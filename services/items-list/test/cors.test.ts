@@ -1,14 +1,14 @@
 import t from 'tap'
-import { buildWithRedis } from './helpers/build.ts'
+import { buildService } from './helpers/service.ts'
 
 t.test('without CORS_ORIGINS no CORS headers are sent', async (t) => {
-  const { app } = await buildWithRedis(t)
+  const { app } = await buildService(t)
   const res = await app.inject({ method: 'GET', url: '/items/', headers: { origin: 'https://app.example' } })
   t.equal(res.headers['access-control-allow-origin'], undefined)
 })
 
 t.test('with CORS_ORIGINS', async (t) => {
-  const { app } = await buildWithRedis(t, { CORS_ORIGINS: ['https://app.example'] })
+  const { app } = await buildService(t, { env: { CORS_ORIGINS: 'https://app.example' } })
 
   t.test('an allowed origin is echoed back', async (t) => {
     const res = await app.inject({ method: 'GET', url: '/items/', headers: { origin: 'https://app.example' } })
@@ -33,7 +33,7 @@ t.test('with CORS_ORIGINS', async (t) => {
 })
 
 t.test('CORS_ORIGINS=* allows any origin', async (t) => {
-  const { app } = await buildWithRedis(t, { CORS_ORIGINS: ['*'] })
+  const { app } = await buildService(t, { env: { CORS_ORIGINS: '*' } })
   const res = await app.inject({ method: 'GET', url: '/items/', headers: { origin: 'https://anyone.example' } })
   t.equal(res.headers['access-control-allow-origin'], '*')
 })

@@ -2,10 +2,8 @@ import t from 'tap'
 import type { FastifyInstance } from 'fastify'
 import { performance } from 'node:perf_hooks'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { buildApp } from '../src/app.ts'
-import { createRedisItemStore } from '../src/item-store.ts'
-import { buildWithRedis, silentLogger, waitUntilReady } from './helpers/build.ts'
-import { createPrivateRedis } from '@repo/test-support'
+import { createPrivateRedis, eventually } from '@repo/test-support'
+import { buildService } from './helpers/service.ts'
 
 const FAIL_FAST_MS = 1_000
 const STORE_UNAVAILABLE = { detail: 'Item store unavailable' }
@@ -16,8 +14,16 @@ async function timedInject(app: FastifyInstance, method: 'GET' | 'POST' | 'DELET
   return { res, elapsedMs: performance.now() - started }
 }
 
+/** Waits until `condition` holds, polling; fails the test after about 10 s instead of hanging. */
+async function until(condition: () => boolean, what: string): Promise<void> {
+  if (!(await eventually(async () => condition(), 1_000, 10))) throw new Error(`never happened: ${what}`)
+}
+
+/** Between two writes of one client, so that a few hundred of them span a Redis restart. */
+const WRITE_INTERVAL_MS = 2
+
 t.test('Redis down: item routes answer 503 within 1 s, /ready 503; back up: served again without a restart', async (t) => {
-  const { app, redis, store, storedItems } = await buildWithRedis(t)
+  const { app, redis, storedItems, untilReady } = await buildService(t)
   await app.inject({ method: 'POST', url: '/items/', payload: { name: 'before' } })
   await redis.stop()
 
@@ -35,34 +41,37 @@ t.test('Redis down: item routes answer 503 within 1 s, /ready 503; back up: serv
   t.equal((await app.inject({ method: 'GET', url: '/health' })).statusCode, 200, '/health still answers 200')
 
   await redis.start()
-  await waitUntilReady(store)
+  await untilReady()
   t.equal((await app.inject({ method: 'POST', url: '/items/', payload: { name: 'after' } })).statusCode, 201)
   t.equal((await app.inject({ method: 'GET', url: '/ready' })).statusCode, 200)
   t.same(await storedItems(), ['before', 'after'], 'the acknowledged write survived the crash')
 })
 
 t.test('every name that got a 201 across a Redis crash and restart is in Redis', async (t) => {
-  const { app, redis, store, storedItems } = await buildWithRedis(t)
+  const { app, redis, storedItems } = await buildService(t)
   const acknowledged: string[] = []
   const statuses = new Set<number>()
   let slowest = 0
 
+  let writing = true
   const writer = (async () => {
-    for (let index = 0; index < 300; index++) {
+    for (let index = 0; writing; index++) {
       const name = `write-${index}`
       const { res, elapsedMs } = await timedInject(app, 'POST', '/items/', { name })
       statuses.add(res.statusCode)
       slowest = Math.max(slowest, elapsedMs)
       if (res.statusCode === 201) acknowledged.push(name)
-      await sleep(2)
+      await sleep(WRITE_INTERVAL_MS)
     }
   })()
-  await sleep(150)
+  await until(() => acknowledged.length >= 50, 'writes acknowledged before the crash')
   await redis.stop()
-  await sleep(300)
+  await until(() => statuses.has(503), 'a write refused while Redis is down')
   await redis.start()
+  const beforeRestart = acknowledged.length
+  await until(() => acknowledged.length >= beforeRestart + 50, 'writes acknowledged after the restart')
+  writing = false
   await writer
-  await waitUntilReady(store)
 
   t.same([...statuses].sort(), [201, 503], 'writes succeeded before and after, and failed cleanly during')
   t.ok(slowest < FAIL_FAST_MS, `slowest answer took ${Math.round(slowest)} ms`)
@@ -71,19 +80,22 @@ t.test('every name that got a 201 across a Redis crash and restart is in Redis',
 })
 
 t.test('clients that retry their 503s with an Idempotency-Key store every name exactly once across a Redis crash', async (t) => {
-  const { app, redis, store, storedItems } = await buildWithRedis(t)
+  const { app, redis, storedItems } = await buildService(t)
   const statuses = new Set<number>()
   let replays = 0
 
   /** A client as the README asks for: one key per name, the same key on every retry of a 503. */
+  let acknowledged = 0
   async function appendRetrying(name: string): Promise<void> {
     for (let attempt = 0; attempt < 200; attempt++) {
       const res = await app.inject({ method: 'POST', url: '/items/', payload: { name }, headers: { 'idempotency-key': `key-${name}` } })
       statuses.add(res.statusCode)
       if (res.statusCode === 201) {
+        acknowledged++
         if (res.headers['idempotent-replayed'] === 'true') replays++
         return
       }
+      // The client's back-off before its retry.
       await sleep(10)
     }
     throw new Error(`${name} was never acknowledged`)
@@ -92,12 +104,11 @@ t.test('clients that retry their 503s with an Idempotency-Key store every name e
   const clients = Array.from({ length: 20 }, async (_, client) => {
     for (let index = 0; index < 25; index++) await appendRetrying(`c${client}-${index}`)
   })
-  await sleep(100)
+  await until(() => acknowledged >= 40, 'appends acknowledged before the crash')
   await redis.stop()
-  await sleep(300)
+  await until(() => statuses.has(503), 'an append refused while Redis is down')
   await redis.start()
   await Promise.all(clients)
-  await waitUntilReady(store)
 
   t.same([...statuses].sort(), [201, 503], 'the crash failed some attempts')
   const stored = await storedItems()
@@ -107,14 +118,14 @@ t.test('clients that retry their 503s with an Idempotency-Key store every name e
 })
 
 t.test('an append answered 503 but stored after all is not stored again when its client retries with its key', async (t) => {
-  const { app, redis, store, storedItems } = await buildWithRedis(t)
+  const { app, redis, storedItems, untilReady } = await buildService(t)
   const attempt = () => app.inject({ method: 'POST', url: '/items/', payload: { name: 'late' }, headers: { 'idempotency-key': 'k-late' } })
 
   // Frozen, Redis holds the command unread past the deadline; thawed, it runs it.
   redis.pause()
   const first = await attempt()
   redis.resume()
-  await waitUntilReady(store)
+  await untilReady()
   t.equal(first.statusCode, 503)
   t.same(await storedItems(), ['late'], 'the 503 was stored all the same')
 
@@ -125,7 +136,7 @@ t.test('an append answered 503 but stored after all is not stored again when its
 })
 
 t.test('a Redis that stops answering gets 503 within 1 s, not a hanging request', async (t) => {
-  const { app, redis, store } = await buildWithRedis(t)
+  const { app, redis, untilReady } = await buildService(t)
   redis.pause()
   t.teardown(() => redis.resume())
 
@@ -136,19 +147,14 @@ t.test('a Redis that stops answering gets 503 within 1 s, not a hanging request'
   }
 
   redis.resume()
-  await waitUntilReady(store)
+  await untilReady()
   t.equal((await app.inject({ method: 'GET', url: '/items/' })).statusCode, 200)
 })
 
 t.test('the service starts while Redis is down and serves once Redis comes up', async (t) => {
   const redis = await createPrivateRedis()
-  const store = createRedisItemStore({ host: '127.0.0.1', port: redis.port, database: 0, key: 'items', logger: silentLogger })
-  const app = await buildApp({}, { store })
-  t.teardown(async () => {
-    await app.close()
-    await store.close()
-    await redis.dispose()
-  })
+  t.teardown(() => redis.dispose())
+  const { app, untilReady } = await buildService(t, { redis, ready: false })
 
   const { res, elapsedMs } = await timedInject(app, 'POST', '/items/', { name: 'early' })
   t.equal(res.statusCode, 503)
@@ -157,7 +163,7 @@ t.test('the service starts while Redis is down and serves once Redis comes up', 
   t.equal((await app.inject({ method: 'GET', url: '/ready' })).statusCode, 503)
 
   await redis.start()
-  await waitUntilReady(store)
+  await untilReady()
   t.equal((await app.inject({ method: 'POST', url: '/items/', payload: { name: 'late' } })).statusCode, 201)
   t.same((await app.inject({ method: 'GET', url: '/items/' })).json(), { items: ['late'] })
 })

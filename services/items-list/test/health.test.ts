@@ -1,7 +1,7 @@
 import t from 'tap'
-import { buildWithRedis } from './helpers/build.ts'
+import { buildService } from './helpers/service.ts'
 
-const { app } = await buildWithRedis(t)
+const { app } = await buildService(t)
 
 t.test('/health answers 200 status ok', async (t) => {
   const res = await app.inject({ method: 'GET', url: '/health' })

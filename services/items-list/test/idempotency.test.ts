@@ -1,14 +1,14 @@
 import t from 'tap'
-import { buildWithRedis, ITEMS_KEY } from './helpers/build.ts'
+import { buildService, ITEMS_KEY } from './helpers/service.ts'
 
 const ADDED = { message: 'Item added successfully' }
 
-function post(app: Awaited<ReturnType<typeof buildWithRedis>>['app'], name: string, key?: string) {
+function post(app: Awaited<ReturnType<typeof buildService>>['app'], name: string, key?: string) {
   return app.inject({ method: 'POST', url: '/items/', payload: { name }, headers: key === undefined ? {} : { 'idempotency-key': key } })
 }
 
 t.test('Idempotency-Key', async (t) => {
-  const { app, inspector, storedItems } = await buildWithRedis(t)
+  const { app, inspector, storedItems } = await buildService(t)
 
   t.test('a repeat with the same key and name gets the same 201, marked replayed, and appends nothing', async (t) => {
     const first = await post(app, 'pear', 'key-1')
@@ -53,7 +53,7 @@ t.test('Idempotency-Key', async (t) => {
     t.same(await storedItems(), ['lime'])
   })
 
-  t.test('a key is remembered for IDEMPOTENCY_TTL_SECONDS (a day by default)', async (t) => {
+  t.test('without IDEMPOTENCY_TTL_SECONDS a key is remembered for a day (86400 s)', async (t) => {
     await post(app, 'date', 'key-7')
     const ttl = await inspector.ttl(`${ITEMS_KEY}:idempotency:key-7`)
     t.ok(ttl > 86_390 && ttl <= 86_400, `${ttl} s left`)
@@ -77,4 +77,11 @@ t.test('Idempotency-Key', async (t) => {
     t.ok(operation?.parameters.some((parameter) => parameter.in === 'header' && parameter.name === 'idempotency-key'))
     t.ok(operation?.responses['201']?.headers['Idempotent-Replayed'])
   })
+})
+
+t.test('a key is remembered for the IDEMPOTENCY_TTL_SECONDS the service is configured with', async (t) => {
+  const { app, inspector } = await buildService(t, { env: { IDEMPOTENCY_TTL_SECONDS: '120' } })
+  t.equal((await post(app, 'quince', 'key-ttl')).statusCode, 201)
+  const ttl = await inspector.ttl(`${ITEMS_KEY}:idempotency:key-ttl`)
+  t.ok(ttl > 110 && ttl <= 120, `${ttl} s left`)
 })

@@ -1,126 +1,97 @@
 import t from 'tap'
-import { setTimeout as sleep } from 'node:timers/promises'
-import { createRedisItemStore, StoreUnavailableError } from '../src/item-store.ts'
-import { pino } from 'pino'
-import { silentLogger, waitUntilReady } from './helpers/build.ts'
+import { performance } from 'node:perf_hooks'
+import { createClient } from 'redis'
+import { RedisUnavailableError } from '@repo/service-kit'
 import { startPrivateRedis } from '@repo/test-support'
+import { buildService, connectInspector } from './helpers/service.ts'
 
-const redis = await startPrivateRedis()
-t.teardown(() => redis.dispose())
-
-function openStore(key: string, deadlineMs?: number) {
-  const store = createRedisItemStore({
-    host: '127.0.0.1',
-    port: redis.port,
-    database: 0,
-    key,
-    logger: silentLogger,
-    ...(deadlineMs === undefined ? {} : { deadlineMs }),
-  })
-  return store
-}
+// The store as the app's item-store plugin opens it from the configuration (`app.itemStore`):
+// what the routes call, with the connection production gives it.
 
 t.test('removeAll reports how many occurrences it removed', async (t) => {
-  const store = openStore('remove-count')
-  t.teardown(() => store.close())
-  await waitUntilReady(store)
-  for (const name of ['a', 'b', 'a', 'a']) await store.append(name)
-  t.equal(await store.removeAll('a'), 3)
-  t.equal(await store.removeAll('a'), 0)
-  t.same(await store.list(), ['b'])
+  const { app, inspector } = await buildService(t)
+  await inspector.rPush('items', ['a', 'b', 'a', 'a'])
+  t.equal(await app.itemStore.removeAll('a'), 3)
+  t.equal(await app.itemStore.removeAll('a'), 0)
+  t.same(await app.itemStore.list(), ['b'])
 })
 
-t.test('the list is kept in the database REDIS_DB names', async (t) => {
-  const inDb0 = openStore('db-check')
-  const inDb2 = createRedisItemStore({ host: '127.0.0.1', port: redis.port, database: 2, key: 'db-check', logger: silentLogger })
-  t.teardown(async () => {
-    await inDb0.close()
-    await inDb2.close()
+t.test('the list is kept at ITEMS_KEY in the database REDIS_DB names', async (t) => {
+  const { app, redis } = await buildService(t, { env: { REDIS_DB: '2', ITEMS_KEY: 'shopping' } })
+  const inDb2 = await connectInspector(redis.port)
+  const inDb0 = await connectInspector(redis.port)
+  t.teardown(() => {
+    inDb2.destroy()
+    inDb0.destroy()
   })
-  await waitUntilReady(inDb2)
-  await inDb2.append('only in db 2')
-  t.same(await inDb0.list(), [])
-  t.same(await inDb2.list(), ['only in db 2'])
+  await inDb2.select(2)
+
+  t.equal((await app.inject({ method: 'POST', url: '/items/', payload: { name: 'only in db 2' } })).statusCode, 201)
+  t.same(await inDb2.lRange('shopping', 0, -1), ['only in db 2'])
+  t.equal(await inDb0.exists(['shopping', 'items']), 0, 'nothing in database 0')
 })
 
 t.test('REDIS_PASSWORD authenticates; without it a protected Redis is unavailable', async (t) => {
   const protectedRedis = await startPrivateRedis(['--requirepass', 's3cret'])
-  const withPassword = createRedisItemStore({
-    host: '127.0.0.1',
-    port: protectedRedis.port,
-    password: 's3cret',
-    database: 0,
-    key: 'auth',
-    logger: silentLogger,
-  })
-  const withoutPassword = createRedisItemStore({ host: '127.0.0.1', port: protectedRedis.port, database: 0, key: 'auth', logger: silentLogger })
-  t.teardown(async () => {
-    await withPassword.close()
-    await withoutPassword.close()
-    await protectedRedis.dispose()
-  })
-  await waitUntilReady(withPassword)
-  await withPassword.append('allowed')
-  t.same(await withPassword.list(), ['allowed'])
-  await t.rejects(withoutPassword.list(), StoreUnavailableError)
+  t.teardown(() => protectedRedis.dispose())
+  const withPassword = await buildService(t, { redis: protectedRedis, env: { REDIS_PASSWORD: 's3cret' } })
+  const withoutPassword = await buildService(t, { redis: protectedRedis, ready: false })
+
+  t.equal((await withPassword.app.inject({ method: 'POST', url: '/items/', payload: { name: 'allowed' } })).statusCode, 201)
+  t.same(await withPassword.app.itemStore.list(), ['allowed'])
+  await t.rejects(withoutPassword.app.itemStore.list(), RedisUnavailableError)
+  t.equal((await withoutPassword.app.inject({ method: 'GET', url: '/ready' })).statusCode, 503)
+  t.notMatch(withPassword.logs.text(), 's3cret', 'the password is never logged')
 })
 
 t.test('REDIS_URL replaces host, port, password and database, and its password is never logged', async (t) => {
   const protectedRedis = await startPrivateRedis(['--requirepass', 's3cret'])
-  const lines: string[] = []
-  const logger = pino({ level: 'info' }, { write: (line: string) => lines.push(line) })
-  const store = createRedisItemStore({
-    url: `redis://:s3cret@127.0.0.1:${protectedRedis.port}/5`,
-    host: 'nowhere.invalid',
-    port: 1,
-    database: 0,
-    key: 'by-url',
-    logger,
+  t.teardown(() => protectedRedis.dispose())
+  const { app, logs } = await buildService(t, {
+    redis: protectedRedis,
+    env: { REDIS_URL: `redis://:s3cret@127.0.0.1:${protectedRedis.port}/5`, REDIS_HOST: 'nowhere.invalid', REDIS_PORT: '1' },
   })
-  const inDb5 = createRedisItemStore({ host: '127.0.0.1', port: protectedRedis.port, password: 's3cret', database: 5, key: 'by-url', logger: silentLogger })
-  t.teardown(async () => {
-    await store.close()
-    await inDb5.close()
-    await protectedRedis.dispose()
-  })
-  await waitUntilReady(store)
-  await store.append('via url')
-  t.same(await inDb5.list(), ['via url'], 'in the database the URL names')
-  t.match(lines.join(''), `"url":"redis://127.0.0.1:${protectedRedis.port}/5"`)
-  t.notMatch(lines.join(''), 's3cret')
+  const inDb5 = createClient({ socket: { host: '127.0.0.1', port: protectedRedis.port }, password: 's3cret', database: 5 })
+  await inDb5.connect()
+  t.teardown(() => inDb5.destroy())
+
+  t.equal((await app.inject({ method: 'POST', url: '/items/', payload: { name: 'via url' } })).statusCode, 201)
+  t.same(await inDb5.lRange('items', 0, -1), ['via url'], 'in the database the URL names')
+  t.match(logs.text(), `"url":"redis://127.0.0.1:${protectedRedis.port}/5"`)
+  t.notMatch(logs.text(), 's3cret')
 })
 
-t.test('a command Redis does not answer within the deadline fails with StoreUnavailableError', async (t) => {
-  const store = openStore('deadline', 200)
-  t.teardown(() => store.close())
-  await waitUntilReady(store)
+t.test('a command Redis does not answer within 500 ms fails with RedisUnavailableError; later ones fail at once', async (t) => {
+  const { app, redis, untilReady } = await buildService(t)
   redis.pause()
   t.teardown(() => redis.resume())
-  await t.rejects(store.list(), StoreUnavailableError)
-  await t.rejects(store.ping(), new StoreUnavailableError('Redis did not answer within 200 ms'))
+
+  await t.rejects(app.itemStore.list(), new RedisUnavailableError('Redis did not answer within 500 ms', { timedOut: true }))
+  const started = performance.now()
+  await t.rejects(app.itemStore.ping(), RedisUnavailableError)
+  t.ok(performance.now() - started < 100, 'a Redis that missed a deadline is not waited on again')
+
+  redis.resume()
+  await untilReady()
+  t.same(await app.itemStore.list(), [], 'answered again once Redis is back')
 })
 
-t.test('close gives up waiting on a Redis that stopped answering, and still closes', async (t) => {
-  const store = openStore('close-hung', 100)
-  await waitUntilReady(store)
+t.test('closing the app gives up waiting on a Redis that stopped answering, and still closes', async (t) => {
+  const { app, redis, logs } = await buildService(t)
   redis.pause()
   t.teardown(() => redis.resume())
-  const pending = store.append('never answered').catch((error: unknown) => error)
-  await sleep(10)
-  await store.close()
-  t.type(await pending, StoreUnavailableError)
+  const pending = app.itemStore.append('never answered').catch((error: unknown) => error)
+
+  const started = performance.now()
+  await app.close()
+  t.ok(performance.now() - started < 2_000, `closed in ${Math.round(performance.now() - started)} ms`)
+  t.type(await pending, RedisUnavailableError)
+  t.ok(logs.lines.some((line) => line.msg === 'Redis connection closed'))
 })
 
-t.test('closing twice is harmless', async (t) => {
-  const store = openStore('close-twice')
-  await waitUntilReady(store)
-  await store.close()
-  await t.resolves(store.close())
-})
-
-t.test('a closed store answers StoreUnavailableError', async (t) => {
-  const store = openStore('closed')
-  await waitUntilReady(store)
-  await store.close()
-  await t.rejects(store.append('late'), StoreUnavailableError)
+t.test('a closed app’s store answers RedisUnavailableError, and closing again is harmless', async (t) => {
+  const { app } = await buildService(t)
+  await app.close()
+  await t.rejects(app.itemStore.append('late'), RedisUnavailableError)
+  await t.resolves(app.close())
 })

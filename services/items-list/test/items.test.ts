@@ -1,7 +1,7 @@
 import t from 'tap'
-import { buildWithRedis } from './helpers/build.ts'
+import { buildService } from './helpers/service.ts'
 
-const { app, storedItems, inspector } = await buildWithRedis(t)
+const { app, storedItems, inspector } = await buildService(t)
 
 async function add(name: string, url = '/items/') {
   return app.inject({ method: 'POST', url, payload: { name } })

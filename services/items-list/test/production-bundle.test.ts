@@ -1,7 +1,7 @@
 import t from 'tap'
 import { startPrivateRedis, testProductionBundle, waitForStatus } from '@repo/test-support'
 import { ItemsListConfig } from '../src/config.ts'
-import { connectInspector } from './helpers/build.ts'
+import { connectInspector } from './helpers/service.ts'
 
 await testProductionBundle(t, {
   service: 'items-list',

@@ -1,10 +1,9 @@
 import t from 'tap'
 import { connect, type Socket } from 'node:net'
 import { once } from 'node:events'
-import { setTimeout as sleep } from 'node:timers/promises'
 import { fileURLToPath } from 'node:url'
 import { LISTENING, createPrivateRedis, eventually, isListening, runServiceSource, startPrivateRedis, waitForStatus } from '@repo/test-support'
-import { connectInspector, type Inspector } from './helpers/build.ts'
+import { connectInspector, type Inspector } from './helpers/service.ts'
 
 const SERVICE_ROOT = fileURLToPath(new URL('..', import.meta.url))
 const runServer = (env: Record<string, string>) => runServiceSource(SERVICE_ROOT, env)
@@ -43,7 +42,8 @@ t.test('it starts while Redis is down, says where it connects, and serves once R
 t.test('SIGTERM: in-flight requests finish normally, new connections are refused, Redis is closed, exit 0', async (t) => {
   const redis = await startPrivateRedis()
   const inspector = await connectInspector(redis.port)
-  const server = runServer({ HOST: '127.0.0.1', PORT: '0', REDIS_HOST: '127.0.0.1', REDIS_PORT: String(redis.port) })
+  // At debug level the service says when a request has arrived, before its body has.
+  const server = runServer({ HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'debug', REDIS_HOST: '127.0.0.1', REDIS_PORT: String(redis.port) })
   t.teardown(async () => {
     server.child.kill('SIGKILL')
     inspector.destroy()
@@ -55,8 +55,11 @@ t.test('SIGTERM: in-flight requests finish normally, new connections are refused
 
   // A slow client: headers sent, body not yet complete, so the request is in flight.
   const body = JSON.stringify({ name: 'in-flight' })
-  const slowPost = await openRequest(Number(port), `POST /items/ HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body.slice(0, 5)}`)
-  await sleep(100)
+  const slowPost = await openRequest(
+    Number(port),
+    `POST /items/ HTTP/1.1\r\nHost: x\r\nX-Request-Id: in-flight\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body.slice(0, 5)}`,
+  )
+  await server.waitFor(/"reqId":"in-flight"[^\n]*"msg":"incoming request"/)
 
   const sentAt = Date.now()
   server.child.kill('SIGTERM')

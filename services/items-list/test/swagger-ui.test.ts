@@ -1,9 +1,9 @@
 import t from 'tap'
 import { renderSwaggerUi, whyNoBrowser } from '@repo/test-support'
-import { buildWithRedis } from './helpers/build.ts'
+import { buildService } from './helpers/service.ts'
 
 t.test('Swagger UI at /docs renders every operation in headless Chromium, with no CSP error', { skip: await whyNoBrowser() }, async (t) => {
-  const { app } = await buildWithRedis(t)
+  const { app } = await buildService(t)
   const address = await app.listen({ host: '127.0.0.1', port: 0 })
 
   const { operations, problems } = await renderSwaggerUi(`${address}/docs`)

@@ -1,14 +1,12 @@
-import { Type } from '@sinclair/typebox'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import type { ItemStore } from '../item-store.ts'
-import { ErrorDetail } from './items.schema.ts'
-
-const Status = Type.Object({ status: Type.String() })
+import { Status } from '../schemas/health.ts'
+import { ErrorDetail } from '../schemas/items.ts'
 
 /** Liveness for the orchestrator, readiness for the load balancer. */
-export const healthRoutes: FastifyPluginAsyncTypebox<{ store: ItemStore }> = async (app, { store }) => {
+export const healthRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get(
     '/health',
+    // Probed every few seconds: not worth an access line.
     { schema: { summary: 'The process is running', response: { 200: Status } }, logLevel: 'warn' },
     async () => ({ status: 'ok' }),
   )
@@ -17,7 +15,7 @@ export const healthRoutes: FastifyPluginAsyncTypebox<{ store: ItemStore }> = asy
     '/ready',
     { schema: { summary: 'Redis answers PING', response: { 200: Status, 503: ErrorDetail } }, logLevel: 'warn' },
     async () => {
-      await store.ping()
+      await app.itemStore.ping()
       return { status: 'ready' }
     },
   )

@@ -1,21 +1,15 @@
-import { Type } from '@sinclair/typebox'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { HttpError } from '@repo/http-errors'
-import type { ItemStore } from '../item-store.ts'
-import { ErrorDetail, IdempotencyHeaders, ItemList, ItemNameParams, Message, NewItem } from './items.schema.ts'
+import { Added, ErrorDetail, IdempotencyHeaders, ItemList, ItemNameParams, Message, NewItem } from '../schemas/items.ts'
 
 const STORE_DOWN = { 503: ErrorDetail }
-const ADDED = { message: 'Item added successfully' }
-const Added = Type.Object(Message.properties, {
-  description: 'Appended, or, for a repeated Idempotency-Key, appended by the first request',
-  headers: {
-    'Idempotent-Replayed': { type: 'string', enum: ['true'], description: 'present when this answers a repeated Idempotency-Key' },
-  },
-})
 const BAD_BODY = { 400: ErrorDetail, 413: ErrorDetail, 415: ErrorDetail, 422: ErrorDetail }
+const ADDED = { message: 'Item added successfully' }
 
 /** The list itself: append, read, delete every occurrence of a name. */
-export const itemRoutes: FastifyPluginAsyncTypebox<{ store: ItemStore }> = async (app, { store }) => {
+export const itemRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  const store = app.itemStore
+
   app.post(
     '/items/',
     {

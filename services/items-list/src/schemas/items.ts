@@ -25,3 +25,11 @@ export const IdempotencyHeaders = Type.Object({
 export const Message = Type.Object({ message: Type.String() })
 export const ItemList = Type.Object({ items: Type.Array(Type.String()) })
 export const ErrorDetail = Type.Object({ detail: Type.String() })
+
+/** The answer to an append, first or replayed. */
+export const Added = Type.Object(Message.properties, {
+  description: 'Appended, or, for a repeated Idempotency-Key, appended by the first request',
+  headers: {
+    'Idempotent-Replayed': { type: 'string', enum: ['true'], description: 'present when this answers a repeated Idempotency-Key' },
+  },
+})
