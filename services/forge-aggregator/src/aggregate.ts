@@ -1,6 +1,6 @@
-import type { UpstreamFollower, UpstreamRepo, UpstreamRepository, UpstreamUser } from './upstream-types.ts'
-import type { Follower, ForgeUser, Stats, TopRepo, UserOverview } from './routes/users.schema.ts'
-import type { Repository, RepositoryCounts } from './routes/repos.schema.ts'
+import type { UpstreamFollower, UpstreamRepo, UpstreamRepository, UpstreamUser } from './schemas/upstream.ts'
+import type { Follower, ForgeUser, Stats, TopRepo, UserOverview } from './schemas/users.ts'
+import type { Repository, RepositoryCounts } from './schemas/repos.ts'
 
 /** At most this many repositories in `topRepos` (spec). */
 export const TOP_REPOS_LIMIT = 10

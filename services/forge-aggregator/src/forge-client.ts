@@ -1,10 +1,13 @@
 import { performance } from 'node:perf_hooks'
 import { Agent, interceptors, type Dispatcher } from 'undici'
 import { LRUCache } from 'lru-cache'
+import type { TSchema } from '@sinclair/typebox'
+import type { TypeCheck } from '@sinclair/typebox/compiler'
 import type { FastifyBaseLogger } from 'fastify'
-import { RateLimitBudget, resourceOfPath } from './rate-limit-budget.ts'
+import { budgetInterceptor, resourceOfPath, type BudgetedDispatchOptions, type RateLimitBudget } from './rate-limit-budget.ts'
 import type { UpstreamMetrics } from './metrics.ts'
-import type { SharedStore } from './shared-store.ts'
+import { storedEntries, type HeldBody } from './schemas/stored.ts'
+import type { SharedStore } from './shared-cache/shared-store.ts'
 import { BudgetSpent, UpstreamFailure, UpstreamNotFound, UpstreamRateLimited } from './upstream-errors.ts'
 
 /** The REST API version every request pins (spec: "pinned to 2022-11-28"). */
@@ -21,10 +24,10 @@ export interface ForgeClientOptions {
   revalidationMaxBytes: number
   /** Where lines about calls go when the caller brings no request logger of its own. */
   logger: FastifyBaseLogger
-  /** The rate-limit budget every answer feeds and every call consults; one of its own unless given. */
-  budget?: RateLimitBudget
+  /** The rate-limit budget every answer feeds and every call is checked against. */
+  budget: RateLimitBudget
   /** Where replicas share the held bodies; absent, each process holds its own. */
-  shared?: SharedStore | undefined
+  store?: SharedStore | undefined
   /** The wall clock in ms (rate-limit resets are epoch seconds); tests bring their own. */
   now?: () => number
   /** Where every call is counted and timed. */
@@ -33,16 +36,22 @@ export interface ForgeClientOptions {
   dispatcher?: Dispatcher
 }
 
+/** Who a call is for: the request's logger (its lines carry the request id), and whether it only revalidates. */
+export interface UpstreamCall {
+  log: FastifyBaseLogger
+  /** The call revalidates an answer that could still be sent stale: the budget may refuse it below its reserve. */
+  revalidates?: boolean
+}
+
 /** The one way this service speaks to the upstream. */
 export interface ForgeClient {
   /**
-   * GETs `path` (build it with `upstreamPath`) and resolves to its JSON body. Throws
-   * `UpstreamNotFound`, `UpstreamRateLimited` or `UpstreamFailure`; never anything else.
+   * GETs `path` (build it with `upstreamPath`) and resolves to its JSON body once it passes
+   * `body`. Throws `UpstreamNotFound`, `UpstreamRateLimited` (`BudgetSpent` when the budget
+   * refused the call) or `UpstreamFailure` (a body that fails its check included); never anything else.
    */
-  get<Body>(path: string, query?: Record<string, string | number>, log?: FastifyBaseLogger): Promise<Body>
-  /** What the upstream said of its rate limits, shared with the response cache. */
-  readonly budget: RateLimitBudget
-  /** Closes the upstream connections. */
+  get<Schema extends TSchema>(path: string, body: TypeCheck<Schema>, query?: Record<string, string | number>, call?: UpstreamCall): Promise<Schema['static']>
+  /** Closes the upstream connections (of the Agent it made; a dispatcher given to it stays open). */
   close(): Promise<void>
 }
 
@@ -84,37 +93,30 @@ const DEFAULT_RATE_LIMIT_WAIT_SECONDS = 60
 const SHARED_HELD_TTL_MS = 24 * 60 * 60 * 1000
 
 /**
- * The last body of an upstream URL and its ETag. The text is kept, not the parsed object: it
- * occupies what its length says (V8 keeps ASCII one byte a character) where the object would
- * take several times that, so the bound on held bytes is a real one. A 304 parses it again.
- */
-interface HeldBody {
-  etag: string
-  text: string
-}
-
-/**
  * A `ForgeClient` on one keep-alive undici dispatcher composed of undici's own interceptors.
- * `compose` wraps each interceptor around the ones before it, so the last is outermost:
- * concurrent identical GETs are deduplicated first, sharing one call and its retries.
+ * `compose` wraps each interceptor around the ones before it, so the last is outermost: the
+ * budget first decides whether a call may be made at all and sees every answer, then
+ * concurrent identical GETs are deduplicated, sharing one call and its retries.
  *
  * Revalidation is one hand-written layer: the last body and ETag of every upstream URL are
  * held (bounded; shared by the replicas when a shared store is given), and every request for a
  * held URL carries `If-None-Match`; a 304 reuses the held body. undici's `cache` interceptor does
- * not fit: it decides freshness from the upstream's `Cache-Control: max-age=60`, while here
- * `FORGE_CACHE_TTL_SECONDS` decides when to ask again, and when we ask we always want the
- * upstream's word (a cheap 304), never a stored guess. The rate-limit budget is the other: every
- * answer feeds it, and a call to a spent resource is refused before it is made (`BudgetSpent`).
+ * not fit, for two reasons found in its code: a 304 that carries `Cache-Control` (GitHub's
+ * always do: `private, max-age=60`) deletes the stored entry instead of refreshing it, so the
+ * next call goes out without `If-None-Match` and pays for a full 200; and the caller of a
+ * revalidated answer gets the stored response's headers, not the 304's, so the 304's
+ * `X-RateLimit-*` (the freshest word on the budget) would never reach us. When to ask again is
+ * `FORGE_CACHE_TTL_SECONDS`'s decision, made by the response cache, not the upstream's `max-age`.
  */
 export function createForgeClient(options: ForgeClientOptions): ForgeClient {
-  const { token, timeoutMs, shared, metrics } = options
+  const { token, timeoutMs, store, metrics, budget } = options
   const now = options.now ?? Date.now
-  const budget = options.budget ?? new RateLimitBudget({ reserve: 0, now })
   const base = new URL(options.baseUrl)
   const origin = base.origin
   const basePath = base.pathname.replace(/\/+$/, '')
   const agent = options.dispatcher ?? new Agent({ keepAliveTimeout: 30_000, maxResponseSize: MAX_BODY_BYTES })
-  const dispatcher = agent.compose(REDIRECT, RETRY, interceptors.deduplicate())
+  const retryAfter = (statusCode: number, headers: Dispatcher.ResponseData['headers'], text: string) => retryAfterSeconds(statusCode, headers, text, now())
+  const dispatcher = agent.compose(REDIRECT, RETRY, interceptors.deduplicate(), budgetInterceptor(budget, now, retryAfter))
   const held =
     options.revalidationMaxBytes > 0
       ? new LRUCache<string, HeldBody>({ maxSize: options.revalidationMaxBytes, sizeCalculation: (entry) => entry.text.length + entry.etag.length })
@@ -131,41 +133,48 @@ export function createForgeClient(options: ForgeClientOptions): ForgeClient {
 
   /** The body held for `target`: the replicas' shared one, else this process's own. */
   async function heldFor(held: LRUCache<string, HeldBody>, target: string): Promise<HeldBody | undefined> {
-    const value = await shared?.get(`held:${target}`)
-    return value === undefined ? held.get(target) : (JSON.parse(value) as HeldBody)
+    return (await store?.get(storedEntries.held, `held:${target}`)) ?? held.get(target)
   }
 
   function hold(target: string, body: HeldBody): void {
     held?.set(target, body)
-    void shared?.set(`held:${target}`, JSON.stringify(body), SHARED_HELD_TTL_MS)
+    void store?.set(`held:${target}`, JSON.stringify(body), SHARED_HELD_TTL_MS)
   }
 
-  async function get<Body>(path: string, query?: Record<string, string | number>, log = options.logger): Promise<Body> {
+  async function get<Schema extends TSchema>(
+    path: string,
+    check: TypeCheck<Schema>,
+    query?: Record<string, string | number>,
+    call: UpstreamCall = { log: options.logger },
+  ): Promise<Schema['static']> {
+    const { log } = call
     const target = query ? `${basePath}${path}?${new URLSearchParams(stringValues(query)).toString()}` : `${basePath}${path}`
-    // GitHub: keep calling after a rate limit and the integration may be banned.
     const resource = resourceOfPath(path)
-    const resumesAt = budget.blockedUntil(resource)
-    if (resumesAt !== undefined) {
-      log.debug({ upstream: { path: target } }, 'upstream rate limit spent; call not made')
-      throw BudgetSpent.until(resumesAt, now())
-    }
-    const heldBody = held ? await heldFor(held, target) : undefined
+    // What other replicas learned of the budget counts before this call is made.
+    const [heldBody] = await Promise.all([held ? heldFor(held, target) : undefined, budget.refresh()])
     const deadline = AbortSignal.timeout(timeoutMs)
     const started = performance.now()
 
     let response: Dispatcher.ResponseData
     let text = ''
     try {
-      response = await dispatcher.request({
+      const request: BudgetedDispatchOptions & Dispatcher.RequestOptions = {
         origin,
         path: target,
         method: 'GET',
         headers: heldBody ? { ...headers, 'if-none-match': heldBody.etag } : headers,
         signal: deadline,
-      })
+        budgetedCall: { resource, revalidates: call.revalidates ?? false },
+      }
+      response = await dispatcher.request(request)
       if (response.statusCode === 304) await response.body.dump()
       else text = await response.body.text()
     } catch (error) {
+      if (error instanceof BudgetSpent) {
+        // GitHub: keep calling after a rate limit and the integration may be banned.
+        log.debug({ upstream: { path: target } }, 'upstream rate limit spent; call not made')
+        throw error
+      }
       metrics?.observeCall(resource, 'error', (performance.now() - started) / 1000)
       throw transportFailure(error, deadline.aborted)
     }
@@ -175,23 +184,19 @@ export function createForgeClient(options: ForgeClientOptions): ForgeClient {
     metrics?.observeCall(resource, statusCode, ms / 1000)
     log.debug({ upstream: { path: target, statusCode, ms: Math.round(ms) } }, 'upstream call')
 
-    if (statusCode === 304 && heldBody) {
-      budget.record(path, response.headers)
-      return parseJson(heldBody.text) as Body
-    }
+    if (statusCode === 304 && heldBody) return checked(check, heldBody.text)
     if (statusCode === 200) {
-      budget.record(path, response.headers)
-      const body = parseJson(text)
+      const body = checked(check, text)
       const etag = response.headers.etag
       if (typeof etag === 'string') hold(target, { etag, text })
-      return body as Body
+      return body
     }
-    const failure = statusFailure(statusCode, response.headers, text)
-    budget.record(path, response.headers, failure instanceof UpstreamRateLimited ? failure.retryAfterSeconds : undefined)
-    throw failure
+    throw statusFailure(statusCode, response.headers, text)
   }
 
   function transportFailure(error: unknown, timedOut: boolean): UpstreamFailure {
+    // A programming error of ours is not the upstream's failure: it goes on as it is (a 500 of ours).
+    if (isProgrammingError(error)) throw error
     if (timedOut) return new UpstreamFailure(`Upstream did not answer within ${timeoutMs} ms`)
     const { code, message } = error as Error & { code?: string }
     return new UpstreamFailure(safe(`Upstream request failed: ${code ?? message}`))
@@ -202,34 +207,41 @@ export function createForgeClient(options: ForgeClientOptions): ForgeClient {
     const message = `Upstream responded ${statusCode}: ${reason}`
     if (statusCode === 404) return new UpstreamNotFound(message, statusCode)
     if (statusCode === 403 || statusCode === 429) {
-      return new UpstreamRateLimited(message, retryAfterSeconds(statusCode, responseHeaders, text, now()), statusCode)
+      const seconds = retryAfter(statusCode, responseHeaders, text)
+      return new UpstreamRateLimited(message, seconds, statusCode, seconds === undefined ? undefined : now() + seconds * 1000)
     }
     return new UpstreamFailure(message, statusCode)
   }
 
   return {
     get,
-    budget,
     async close() {
-      await agent.close()
+      // A dispatcher the caller brought is the caller's to close.
+      if (!options.dispatcher) await agent.close()
     },
   }
+}
+
+function isProgrammingError(error: unknown): boolean {
+  return error instanceof TypeError || error instanceof ReferenceError || error instanceof RangeError || error instanceof SyntaxError
 }
 
 function stringValues(query: Record<string, string | number>): Record<string, string> {
   return Object.fromEntries(Object.entries(query).map(([name, value]) => [name, String(value)]))
 }
 
-/** The body as JSON: an object or an array, as every endpoint we call answers. */
-function parseJson(text: string): unknown {
+/** The body as JSON that passes `check`: anything else is the upstream's fault, and says where it failed. */
+function checked<Schema extends TSchema>(check: TypeCheck<Schema>, text: string): Schema['static'] {
   let body: unknown
   try {
     body = JSON.parse(text)
   } catch {
     throw new UpstreamFailure('Upstream sent a body that is not valid JSON')
   }
-  if (typeof body !== 'object' || body === null) throw new UpstreamFailure('Upstream sent an unexpected body')
-  return body
+  if (check.Check(body)) return body
+  // A body that fails its check has at least one error.
+  const { path, message } = check.Errors(body).First()!
+  throw new UpstreamFailure(`Upstream sent an unexpected body (${path || '/'}: ${message})`)
 }
 
 /** The `message` of an upstream error body (`{"message": …}`), shortened; undefined if none. */

@@ -1,20 +1,9 @@
-import type { FastifyBaseLogger } from 'fastify'
-import { describeError } from '@repo/http-errors'
-import { upstreamPath, type ForgeClient } from './forge-client.ts'
-import { UpstreamFailure, UpstreamNotFound, UpstreamRateLimited } from './upstream-errors.ts'
+import { upstreamPath, type ForgeClient, type UpstreamCall } from './forge-client.ts'
+import { UpstreamNotFound, UpstreamRateLimited } from './upstream-errors.ts'
 import { buildUserOverview, countedRepos, MAX_PER_PAGE, pagesFor, toRepository, toRepositoryCounts } from './aggregate.ts'
-import type {
-  UpstreamAuthenticatedRepos,
-  UpstreamAuthenticatedUser,
-  UpstreamFollowers,
-  UpstreamOwnedRepos,
-  UpstreamRepo,
-  UpstreamRepository,
-  UpstreamSearchResult,
-  UpstreamUser,
-} from './upstream-types.ts'
-import type { UserOverview } from './routes/users.schema.ts'
-import type { RepositoryCounts, RepositoryList } from './routes/repos.schema.ts'
+import { upstreamBodies, type UpstreamRepo } from './schemas/upstream.ts'
+import type { UserOverview } from './schemas/users.ts'
+import type { RepositoryCounts, RepositoryList } from './schemas/repos.ts'
 
 export interface ForgeServiceOptions {
   client: ForgeClient
@@ -24,55 +13,62 @@ export interface ForgeServiceOptions {
   hasToken: boolean
 }
 
-/** A users answer and the statistics it could not fill (`totalIssues`, `totalPRs`). */
-export interface UserOverviewResult {
-  overview: UserOverview
-  missing: string[]
-}
-
-/** One repository's counts, and whether it is private (its answer may then only be cached privately). */
-export interface RepositoryCountsResult {
-  counts: RepositoryCounts
+/** An answer as the upstream's calls make it, before it is serialized and kept. */
+export interface Produced<Answer> {
+  answer: Answer
+  /** Statistics it could not fill (`totalIssues`, `totalPRs`). */
+  partial: string[]
+  /** Whether it shows a private repository: then only the caller may keep it. */
   isPrivate: boolean
+  /**
+   * When every missing statistic is missing because its rate limit is spent: when that limit
+   * resets (wall clock, ms). Such a partial answer may be reused until then; any other is not kept.
+   */
+  partialUntil?: number | undefined
 }
 
 /**
- * What each endpoint asks the upstream for (DESIGN §4), and how the answers combine. `log` is
- * the request's logger: every line about its upstream calls carries its request id.
+ * What each endpoint asks the upstream for (DESIGN §4), and how the answers combine. `call`
+ * carries the request's logger: every line about its upstream calls carries its request id.
  */
 export interface ForgeService {
-  userOverview(login: string, log: FastifyBaseLogger): Promise<UserOverviewResult>
-  repositoryCounts(owner: string, repo: string, log: FastifyBaseLogger): Promise<RepositoryCountsResult>
-  repositoryList(owner: string, log: FastifyBaseLogger): Promise<RepositoryList>
+  userOverview(login: string, call: UpstreamCall): Promise<Produced<UserOverview>>
+  repositoryCounts(owner: string, repo: string, call: UpstreamCall): Promise<Produced<RepositoryCounts>>
+  repositoryList(owner: string, call: UpstreamCall): Promise<Produced<RepositoryList>>
+}
+
+/** A search's count, or why it is missing. */
+interface SearchOutcome {
+  count: number | undefined
+  /** When a missing count may be asked again: its rate limit's reset, when that is why it is missing. */
+  resumesAt?: number | undefined
 }
 
 export function createForgeService(options: ForgeServiceOptions): ForgeService {
   const { client, followersLimit, maxRepoPages } = options
   let tokenOwner: Promise<string | undefined> | undefined
 
-  function reposPage(login: string, page: number, log: FastifyBaseLogger) {
-    return client
-      .get<UpstreamOwnedRepos>(upstreamPath`/users/${login}/repos`, { type: 'owner', per_page: MAX_PER_PAGE, page }, log)
-      .then(asList)
+  function reposPage(login: string, page: number, call: UpstreamCall) {
+    return client.get(upstreamPath`/users/${login}/repos`, upstreamBodies.repos, { type: 'owner', per_page: MAX_PER_PAGE, page }, call)
   }
 
-  /** The search's `total_count`, or undefined when the search failed: a count is not worth failing for. */
-  async function searchCount(login: string, kind: 'issue' | 'pr', log: FastifyBaseLogger): Promise<number | undefined> {
+  /** The search's `total_count`, or why not: a count is not worth failing the answer for. */
+  async function searchCount(login: string, kind: 'issue' | 'pr', call: UpstreamCall): Promise<SearchOutcome> {
     try {
-      const result = await client.get<UpstreamSearchResult>('/search/issues', { q: `author:${login} is:${kind}`, per_page: 1 }, log)
-      return result.total_count
+      const result = await client.get('/search/issues', upstreamBodies.search, { q: `author:${login} is:${kind}`, per_page: 1 }, call)
+      return { count: result.total_count }
     } catch (error) {
-      log.warn({ error: describeError(error) }, `${kind} search failed; its count will be 0`)
-      return undefined
+      call.log.warn({ err: error }, `${kind} search failed; its count will be 0`)
+      return { count: undefined, resumesAt: error instanceof UpstreamRateLimited ? error.resumesAt : undefined }
     }
   }
 
   /** Who owns the token, asked once per process; a failed answer is not remembered. */
-  function whoOwnsTheToken(log: FastifyBaseLogger): Promise<string | undefined> {
-    tokenOwner ??= client.get<UpstreamAuthenticatedUser>('/user', undefined, log).then(
+  function whoOwnsTheToken(call: UpstreamCall): Promise<string | undefined> {
+    tokenOwner ??= client.get('/user', upstreamBodies.authenticatedUser, undefined, call).then(
       (user) => user.login,
       (error: unknown) => {
-        log.warn({ error: describeError(error) }, 'could not tell who owns FORGE_TOKEN; listing public repositories')
+        call.log.warn({ err: error }, 'could not tell who owns FORGE_TOKEN; listing public repositories')
         tokenOwner = undefined
         return undefined
       },
@@ -81,59 +77,48 @@ export function createForgeService(options: ForgeServiceOptions): ForgeService {
   }
 
   return {
-    async userOverview(login, log) {
+    async userOverview(login, call) {
       // The five calls start together; further repository pages start as soon as the profile
       // says they exist. One request costs about one upstream round trip.
-      const profileCall = client.get<UpstreamUser>(upstreamPath`/users/${login}`, undefined, log)
+      const profileCall = client.get(upstreamPath`/users/${login}`, upstreamBodies.user, undefined, call)
       const reposCall = Promise.all([
-        reposPage(login, 1, log),
+        reposPage(login, 1, call),
         profileCall.then((profile) => {
           const pages = pagesFor(profile.public_repos, maxRepoPages)
-          return Promise.all(Array.from({ length: pages - 1 }, (_, index) => reposPage(login, index + 2, log)))
+          return Promise.all(Array.from({ length: pages - 1 }, (_, index) => reposPage(login, index + 2, call)))
         }),
       ]).then(([first, rest]): UpstreamRepo[] => [first, ...rest].flat())
-      const followersCall = client
-        .get<UpstreamFollowers>(upstreamPath`/users/${login}/followers`, { per_page: followersLimit }, log)
-        .then(asList)
-      const issuesCall = searchCount(login, 'issue', log)
-      const prsCall = searchCount(login, 'pr', log)
+      const followersCall = client.get(upstreamPath`/users/${login}/followers`, upstreamBodies.followers, { per_page: followersLimit }, call)
+      const issuesCall = searchCount(login, 'issue', call)
+      const prsCall = searchCount(login, 'pr', call)
 
       const [profile, repos, followers] = await settleInOrder([profileCall, reposCall, followersCall] as const)
-      const [totalIssues, totalPRs] = await Promise.all([issuesCall, prsCall])
+      const [issues, prs] = await Promise.all([issuesCall, prsCall])
+      const missing = [...(issues.count === undefined ? [['totalIssues', issues] as const] : []), ...(prs.count === undefined ? [['totalPRs', prs] as const] : [])]
+      const resumes = missing.map(([, outcome]) => outcome.resumesAt)
       return {
-        overview: buildUserOverview({
-          profile,
-          repos: countedRepos(repos),
-          followers,
-          totalIssues: totalIssues ?? 0,
-          totalPRs: totalPRs ?? 0,
-        }),
-        missing: [...(totalIssues === undefined ? ['totalIssues'] : []), ...(totalPRs === undefined ? ['totalPRs'] : [])],
+        answer: buildUserOverview({ profile, repos: countedRepos(repos), followers, totalIssues: issues.count ?? 0, totalPRs: prs.count ?? 0 }),
+        partial: missing.map(([name]) => name),
+        isPrivate: false,
+        partialUntil: resumes.length > 0 && resumes.every((at) => at !== undefined) ? Math.min(...(resumes)) : undefined,
       }
     },
 
-    async repositoryCounts(owner, repo, log) {
-      const repository = await client.get<UpstreamRepository>(upstreamPath`/repos/${owner}/${repo}`, undefined, log)
-      return { counts: toRepositoryCounts(repository), isPrivate: repository.private }
+    async repositoryCounts(owner, repo, call) {
+      const repository = await client.get(upstreamPath`/repos/${owner}/${repo}`, upstreamBodies.repository, undefined, call)
+      return { answer: toRepositoryCounts(repository), partial: [], isPrivate: repository.private }
     },
 
-    async repositoryList(owner, log) {
+    async repositoryList(owner, call) {
       const query = { sort: 'updated', per_page: MAX_PER_PAGE }
-      const isTokenOwner = options.hasToken && (await whoOwnsTheToken(log))?.toLowerCase() === owner.toLowerCase()
-      const repos = asList(
-        isTokenOwner
-          ? await client.get<UpstreamAuthenticatedRepos>('/user/repos', { affiliation: 'owner', ...query }, log)
-          : await client.get<UpstreamOwnedRepos>(upstreamPath`/users/${owner}/repos`, query, log),
-      )
-      return { repos: repos.map(toRepository), totalCount: repos.length }
+      const isTokenOwner = options.hasToken && (await whoOwnsTheToken(call))?.toLowerCase() === owner.toLowerCase()
+      const repos = isTokenOwner
+        ? await client.get('/user/repos', upstreamBodies.repos, { affiliation: 'owner', ...query }, call)
+        : await client.get(upstreamPath`/users/${owner}/repos`, upstreamBodies.repos, query, call)
+      const list = { repos: repos.map(toRepository), totalCount: repos.length }
+      return { answer: list, partial: [], isPrivate: list.repos.some((repository) => repository.isPrivate) }
     },
   }
-}
-
-/** A list endpoint's body, which must be a list: an object here is an upstream fault, not a bug of ours. */
-function asList<List extends readonly unknown[]>(body: List): List {
-  if (!Array.isArray(body)) throw new UpstreamFailure('Upstream sent an unexpected body')
-  return body
 }
 
 /**

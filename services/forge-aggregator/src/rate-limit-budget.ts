@@ -1,19 +1,14 @@
-import type { SharedStore } from './shared-store.ts'
+import type { Dispatcher } from 'undici'
+import { storedEntries, type BudgetState } from './schemas/stored.ts'
+import type { SharedStore } from './shared-cache/shared-store.ts'
+import { BudgetSpent } from './upstream-errors.ts'
+
+export type { BudgetState } from './schemas/stored.ts'
 
 /** The upstream rate-limit resources this service spends: REST calls and searches. */
 export type RateLimitResource = 'core' | 'search'
 
 export const RATE_LIMIT_RESOURCES: readonly RateLimitResource[] = ['core', 'search']
-
-/** What the upstream last said about one resource, on the wall clock (ms). */
-export interface BudgetState {
-  limit: number
-  remaining: number
-  /** When the upstream refills the resource (`X-RateLimit-Reset`). */
-  resetAt: number
-  /** No call before this: a rate-limit answer said to wait (`Retry-After`, or the reset). */
-  blockedUntil: number
-}
 
 export interface RateLimitBudgetOptions {
   /** Share of the core limit kept for users never seen (`FORGE_BUDGET_RESERVE`). */
@@ -21,7 +16,7 @@ export interface RateLimitBudgetOptions {
   /** The wall clock in ms: reset times come from the upstream as epoch seconds. */
   now: () => number
   /** Where replicas share what they learn; absent, the budget is this process's alone. */
-  shared?: Pick<SharedStore, 'get' | 'set'> | undefined
+  store?: Pick<SharedStore, 'get' | 'set'> | undefined
   /** Told of every change, for the rate-limit gauges. */
   onChange?: (resource: RateLimitResource, state: BudgetState) => void
 }
@@ -29,24 +24,35 @@ export interface RateLimitBudgetOptions {
 /** Headers as undici gives them. */
 type Headers = Record<string, string | string[] | undefined>
 
+/** What a call asks of the budget: the resource it spends, and whether it only revalidates a known answer. */
+export interface BudgetedCall {
+  resource: RateLimitResource
+  /**
+   * The call revalidates an answer the service could still send stale: below the reserve it is
+   * not made, so that what is left goes to users never seen (DESIGN §7).
+   */
+  revalidates: boolean
+}
+
 /**
  * The upstream's rate-limit budget, from the `X-RateLimit-*` headers of every answer (DESIGN §7).
  * GitHub asks integrations to stop calling a spent resource until it resets ("continuing may
  * result in the banning of your integration"), so a spent resource is not called at all.
  * With a shared store, every replica's answers feed one budget: a limit one replica hit is
- * respected by all.
+ * respected by all. It is applied in one place, `budgetInterceptor`.
  */
 export class RateLimitBudget {
   readonly #options: RateLimitBudgetOptions
   readonly #states = new Map<RateLimitResource, BudgetState>()
+  #refreshing: Promise<void> | undefined
 
   constructor(options: RateLimitBudgetOptions) {
     this.#options = options
   }
 
   /** Learns from one upstream answer: its rate-limit headers, and `retryAfterSeconds` when it was a rate limit. */
-  record(path: string, headers: Headers, retryAfterSeconds?: number): void {
-    const resource = resourceOf(path, headers)
+  record(called: RateLimitResource, headers: Headers, retryAfterSeconds?: number): void {
+    const resource = resourceOf(called, headers)
     if (!resource) return
     const now = this.#options.now()
     const before = this.#states.get(resource)
@@ -62,34 +68,48 @@ export class RateLimitBudget {
     }
     this.#set(resource, state)
     const expiresAt = Math.max(state.resetAt, state.blockedUntil)
-    if (expiresAt > now) void this.#options.shared?.set(`budget:${resource}`, JSON.stringify(state), expiresAt - now)
+    if (expiresAt > now) void this.#options.store?.set(`budget:${resource}`, JSON.stringify(state), expiresAt - now)
   }
 
-  /** When calls to `resource` may resume, on the wall clock; undefined while it has calls left. */
-  blockedUntil(resource: RateLimitResource): number | undefined {
-    const state = this.#states.get(resource)
-    if (!state) return undefined
+  /**
+   * When `call` may be made, on the wall clock; undefined when it may be made now. A spent core
+   * stops every call: no answer this service gives can succeed without it, so a search alone
+   * would be spent for nothing.
+   */
+  resumesAt(call: BudgetedCall): number | undefined {
     const now = this.#options.now()
-    const until = Math.max(state.blockedUntil, state.remaining <= 0 ? state.resetAt : 0)
-    return until > now ? until : undefined
+    const until = Math.max(this.#blockedUntil('core'), call.resource === 'core' ? 0 : this.#blockedUntil(call.resource))
+    if (until > now) return until
+    if (call.revalidates && this.#isBelowReserve()) return this.#states.get('core')?.resetAt
+    return undefined
+  }
+
+  /** Takes in what other replicas learned (a no-op without a shared store); concurrent callers share one read. */
+  refresh(): Promise<void> {
+    const { store } = this.#options
+    if (!store) return Promise.resolve()
+    this.#refreshing ??= Promise.all(RATE_LIMIT_RESOURCES.map((resource) => store.get(storedEntries.budget, `budget:${resource}`)))
+      .then((states) => {
+        RATE_LIMIT_RESOURCES.forEach((resource, index) => {
+          const state = states[index]
+          if (state !== undefined) this.#merge(resource, state)
+        })
+      })
+      .finally(() => (this.#refreshing = undefined))
+    return this.#refreshing
+  }
+
+  #blockedUntil(resource: RateLimitResource): number {
+    const state = this.#states.get(resource)
+    if (!state) return 0
+    return Math.max(state.blockedUntil, state.remaining <= 0 ? state.resetAt : 0)
   }
 
   /** Whether less than the reserve of the core limit is left before its reset. */
-  isBelowReserve(): boolean {
+  #isBelowReserve(): boolean {
     const state = this.#states.get('core')
     if (!state || state.limit === 0 || state.resetAt <= this.#options.now()) return false
     return state.remaining < state.limit * this.#options.reserve
-  }
-
-  /** Takes in what other replicas learned (a no-op without a shared store). */
-  async refresh(): Promise<void> {
-    const { shared } = this.#options
-    if (!shared) return
-    const values = await Promise.all(RATE_LIMIT_RESOURCES.map((resource) => shared.get(`budget:${resource}`)))
-    RATE_LIMIT_RESOURCES.forEach((resource, index) => {
-      const value = values[index]
-      if (value !== undefined) this.#merge(resource, JSON.parse(value) as BudgetState)
-    })
   }
 
   /** Keeps the later window, and within one window the lower remaining and the later block. */
@@ -114,14 +134,61 @@ export class RateLimitBudget {
   }
 }
 
+/** The dispatch option through which `ForgeClient` tells the budget what a call spends. */
+export interface BudgetedDispatchOptions extends Dispatcher.DispatchOptions {
+  budgetedCall: BudgetedCall
+}
+
 /**
- * The resource a call to `path` (below the API root) counts against: the answer's
- * `X-RateLimit-Resource` when it names one, else what the path says.
+ * The one place the budget is applied, as the outermost interceptor of the client's dispatcher:
+ * a call the budget forbids fails with `BudgetSpent` before anything is sent, and every answer
+ * that comes back, a 304 included, is recorded (with its wait when it is a rate limit).
+ * `retryAfterSeconds` reads a rate-limit answer's headers and body.
  */
-function resourceOf(path: string, headers: Headers): RateLimitResource | undefined {
+export function budgetInterceptor(
+  budget: RateLimitBudget,
+  now: () => number,
+  retryAfterSeconds: (statusCode: number, headers: Headers, text: string) => number | undefined,
+): Dispatcher.DispatcherComposeInterceptor {
+  return (dispatch) => (opts, handler) => {
+    // Every call reaches it from `ForgeClient.get`, which always says what it spends.
+    const call = (opts as BudgetedDispatchOptions).budgetedCall
+    const resumesAt = budget.resumesAt(call)
+    if (resumesAt !== undefined) throw BudgetSpent.until(resumesAt, now())
+
+    let statusCode = 0
+    let headers: Headers = {}
+    let text = ''
+    const isRateLimit = () => statusCode === 403 || statusCode === 429
+    return dispatch(opts, {
+      onRequestStart: (controller, context) => handler.onRequestStart?.(controller, context),
+      onResponseError: (controller, error) => handler.onResponseError?.(controller, error),
+      onResponseStart(controller, status, responseHeaders, statusMessage) {
+        statusCode = status
+        headers = responseHeaders
+        if (!isRateLimit()) budget.record(call.resource, headers)
+        return handler.onResponseStart?.(controller, status, responseHeaders, statusMessage)
+      },
+      onResponseData(controller, chunk) {
+        if (isRateLimit() && text.length < 4096) text += chunk.toString()
+        return handler.onResponseData?.(controller, chunk)
+      },
+      onResponseEnd(controller, trailers) {
+        if (isRateLimit()) budget.record(call.resource, headers, retryAfterSeconds(statusCode, headers, text))
+        return handler.onResponseEnd?.(controller, trailers)
+      },
+    })
+  }
+}
+
+/**
+ * The resource a call counts against: the answer's `X-RateLimit-Resource` when it names one,
+ * else the one the call was made for; a resource this service does not spend is ignored.
+ */
+function resourceOf(called: RateLimitResource, headers: Headers): RateLimitResource | undefined {
   const named = headers['x-ratelimit-resource']
   if (named === 'core' || named === 'search') return named
-  return named === undefined ? resourceOfPath(path) : undefined
+  return named === undefined ? called : undefined
 }
 
 /** The resource a call to `path` counts against, as GitHub documents it: searches apart, all else core. */

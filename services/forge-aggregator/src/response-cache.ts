@@ -1,34 +1,20 @@
 import { createHash } from 'node:crypto'
 import type { FastifyBaseLogger } from 'fastify'
 import { LRUCache } from 'lru-cache'
-import { describeError } from '@repo/http-errors'
-import type { RateLimitBudget } from './rate-limit-budget.ts'
-import type { SharedStore } from './shared-store.ts'
+import { storedEntries, type CachedAnswer } from './schemas/stored.ts'
+import type { ProductionLock } from './shared-cache/production-lock.ts'
+import type { SharedStore } from './shared-cache/shared-store.ts'
 import { BudgetSpent, UpstreamError, UpstreamNotFound } from './upstream-errors.ts'
 
-/** A serialized answer, as it is sent and as it is kept (in this process and in the shared store). */
-export interface CachedResponse {
-  /** The JSON body, serialized once. */
-  readonly body: string
-  /** A strong validator of `body`. */
-  readonly etag: string
-  /** Statistics the answer could not fill. */
-  readonly partial: readonly string[]
-  /** Whether the answer shows a private repository: no shared cache downstream may keep it. */
-  readonly isPrivate: boolean
-  /** When it was produced, on the wall clock (ms): replicas compare it. */
-  readonly producedAt: number
-  /** When it stops being fresh. */
-  readonly freshUntil: number
-  /** When it may no longer be served even stale. */
-  readonly keepUntil: number
-}
+export type { CachedAnswer } from './schemas/stored.ts'
 
-/** What a route's production makes: the serialized answer and what it holds. */
+/** What a production makes: the serialized answer and what it holds. */
 export interface ProducedAnswer {
   body: string
   partial: readonly string[]
-  isPrivate?: boolean
+  isPrivate: boolean
+  /** Until when a partial answer may be reused (its missing counts' rate limit resets); absent, it is not kept. */
+  partialUntil?: number | undefined
 }
 
 /** How an answer was obtained, as `forge_cache_results_total` counts it. */
@@ -36,7 +22,7 @@ export type CacheResult = 'hit' | 'miss' | 'collapsed' | 'revalidated' | 'stale'
 
 /** An answer and how it was obtained: what `Cache-Status` (RFC 9211) says about it. */
 export interface CacheAnswer {
-  response: CachedResponse
+  response: CachedAnswer
   result: CacheResult
   /** Whether this request's production was kept for the requests after it. */
   stored: boolean
@@ -49,6 +35,9 @@ export interface CacheAnswer {
 /** The endpoints whose answers are counted apart. */
 export type Endpoint = 'users' | 'repos'
 
+/** Makes the answer; `revalidates` when an answer is held that could still be sent stale. */
+export type Production = (revalidates: boolean) => Promise<ProducedAnswer>
+
 export interface ResponseCacheOptions {
   /** Freshness of a kept answer (`FORGE_CACHE_TTL_SECONDS`); 0 never answers from the cache fresh. */
   ttlSeconds: number
@@ -58,11 +47,10 @@ export interface ResponseCacheOptions {
   maxBytes: number
   /** The wall clock in ms: replicas compare production times. Tests bring their own. */
   now: () => number
-  budget: RateLimitBudget
-  /** Where replicas share answers and production locks; absent, everything stays in this process. */
-  shared?: SharedStore | undefined
-  /** How long a request waits for another replica's production before producing itself (`FORGE_TIMEOUT_MS`). */
-  waitMs: number
+  /** Where replicas share answers (`REDIS_URL`); absent, everything stays in this process. */
+  store?: SharedStore | undefined
+  /** How replicas share one production; absent, each process produces alone. */
+  lock?: ProductionLock | undefined
   /** Told how every request was answered, for `forge_cache_results_total`. */
   onResult?: (endpoint: Endpoint, result: CacheResult) => void
 }
@@ -76,18 +64,16 @@ export interface CacheRequest {
 /**
  * The assembled answers of the endpoints (DESIGN §4, §7). Within the TTL a repeated request
  * costs no upstream call, and is answered from this process's memory even when answers are
- * shared: every replica keeps an answer until the same `freshUntil`, so no two replicas hold
- * different fresh answers for long. Past the TTL the answer is produced again, once for every
- * concurrent request of this process and, with a shared store, of every replica (a lock with an
- * expiry; the others wait for its result, at most `waitMs`). When producing fails for any reason
- * but an upstream 404, or the rate-limit budget forbids asking, the last answer is sent stale
- * for up to `staleSeconds` more. Errors go to the requests that were waiting, and no further.
+ * shared: every replica keeps an answer until the same `freshUntil`. Past the TTL the answer is
+ * produced again, once for every concurrent request of this process and, with a production lock,
+ * of every replica. When producing fails for any reason but an upstream 404 (the budget's refusal
+ * included), the last answer is sent stale for up to `staleSeconds` more.
  */
 export class ResponseCache {
   readonly #options: ResponseCacheOptions
   readonly #ttlMs: number
   readonly #staleMs: number
-  readonly #local: LRUCache<string, CachedResponse>
+  readonly #local: LRUCache<string, CachedAnswer>
   readonly #inFlight = new Map<string, Promise<CacheAnswer>>()
 
   constructor(options: ResponseCacheOptions) {
@@ -105,14 +91,13 @@ export class ResponseCache {
   }
 
   /**
-   * The answer for `key`: fresh from memory, or the one `produce` makes (once for every
-   * concurrent caller), or a stale one when producing fails. Rejects with what `produce`
-   * rejected with (or `BudgetSpent`) when there is nothing to fall back on.
+   * The answer for `key`: fresh from memory (synchronously: the most frequent answer costs no
+   * promise), or the one `produce` makes (once for every concurrent caller), or a stale one when
+   * producing fails. Rejects with what `produce` rejected with when there is nothing to fall back on.
    */
-  get(key: string, produce: () => Promise<ProducedAnswer>, request: CacheRequest): Promise<CacheAnswer> {
+  get(key: string, produce: Production, request: CacheRequest): CacheAnswer | Promise<CacheAnswer> {
     const kept = this.#local.get(key)
-    const hit = this.#hitOf(kept, request.endpoint)
-    if (hit) return Promise.resolve(hit)
+    if (kept && this.#isFresh(kept)) return this.#counted(request, { response: kept, result: 'hit', stored: false })
 
     const pending = this.#inFlight.get(key)
     if (pending) return pending.then((answer) => this.#counted(request, asCollapsed(answer)))
@@ -122,32 +107,17 @@ export class ResponseCache {
     return production.then((answer) => this.#counted(request, answer))
   }
 
-  /**
-   * The fresh answer for `key` from this process's memory, counted as a hit, or undefined.
-   * Synchronous: the most frequent answer costs no promise.
-   */
-  fresh(key: string, endpoint: Endpoint): CacheAnswer | undefined {
-    return this.#hitOf(this.#local.get(key), endpoint)
-  }
-
   /** Seconds `response` stays fresh from now (what `Cache-Control: max-age` may promise). */
-  secondsLeft(response: CachedResponse): number {
+  secondsLeft(response: CachedAnswer): number {
     return Math.max(0, Math.floor((response.freshUntil - this.#options.now()) / 1000))
   }
 
   /** Seconds since `response` was produced (its `Age`). */
-  ageOf(response: CachedResponse): number {
+  ageOf(response: CachedAnswer): number {
     return Math.max(0, Math.floor((this.#options.now() - response.producedAt) / 1000))
   }
 
-  /** `kept` as a hit, counted, when it is still fresh. */
-  #hitOf(kept: CachedResponse | undefined, endpoint: Endpoint): CacheAnswer | undefined {
-    if (!kept || !this.#isFresh(kept)) return undefined
-    this.#options.onResult?.(endpoint, 'hit')
-    return { response: kept, result: 'hit', stored: false }
-  }
-
-  #isFresh(response: CachedResponse): boolean {
+  #isFresh(response: CachedAnswer): boolean {
     return this.#ttlMs > 0 && this.#options.now() <= response.freshUntil
   }
 
@@ -156,103 +126,85 @@ export class ResponseCache {
     return answer
   }
 
-  async #resolve(key: string, kept: CachedResponse | undefined, produce: () => Promise<ProducedAnswer>, request: CacheRequest) {
-    const { budget, shared } = this.#options
-    let last = kept
-    if (shared) {
-      const [theirs] = await Promise.all([this.#sharedAnswer(key), budget.refresh()])
-      last = this.#newest(key, last, theirs)
-      if (last && this.#isFresh(last)) return { response: last, result: 'hit', stored: false } satisfies CacheAnswer
-    }
+  async #resolve(key: string, kept: CachedAnswer | undefined, produce: Production, request: CacheRequest): Promise<CacheAnswer> {
+    const { lock } = this.#options
+    const last = this.#newest(key, kept, await this.#sharedAnswer(key))
+    if (last && this.#isFresh(last)) return { response: last, result: 'hit', stored: false }
+    if (!lock) return this.#produce(key, last, produce, request)
 
-    // Below the reserve, known users are answered stale rather than spend what is left on them;
-    // a spent budget is not asked at all, not even for the searches of a request that cannot succeed.
-    const coreBlockedUntil = budget.blockedUntil('core')
-    if (last && (coreBlockedUntil !== undefined || budget.isBelowReserve())) {
-      return { response: last, result: 'stale', stored: false, staleBecause: 'budget' } satisfies CacheAnswer
-    }
-    if (coreBlockedUntil !== undefined) throw BudgetSpent.until(coreBlockedUntil, this.#options.now())
-
-    if (!shared) return this.#produce(key, last, produce, request)
-
-    const release = shared.waitForRelease(key, this.#options.waitMs)
-    const lock = await shared.lock(key, 2 * this.#options.waitMs)
-    if (lock === false) {
-      await release.done
+    const claim = await lock.claim(key)
+    if (claim.kind === 'theirs') {
+      await claim.released
       const theirs = await this.#sharedAnswer(key)
       if (theirs && this.#isFresh(theirs)) {
         this.#keep(key, theirs)
-        return { response: theirs, result: 'collapsed', stored: false } satisfies CacheAnswer
+        return { response: theirs, result: 'collapsed', stored: false }
       }
       // Their production failed, or its holder died: produce it here.
-    } else {
-      release.cancel()
     }
     try {
       return await this.#produce(key, last, produce, request)
     } finally {
-      if (typeof lock === 'string') shared.release(key, lock)
+      if (claim.kind === 'mine') claim.release()
     }
   }
 
-  async #produce(key: string, last: CachedResponse | undefined, produce: () => Promise<ProducedAnswer>, request: CacheRequest) {
+  async #produce(key: string, last: CachedAnswer | undefined, produce: Production, request: CacheRequest): Promise<CacheAnswer> {
     let produced: ProducedAnswer
     try {
-      produced = await produce()
+      produced = await produce(last !== undefined)
     } catch (error) {
       return this.#orStale(key, last, error, request)
     }
 
     const now = this.#options.now()
-    const { body, partial, isPrivate = false } = produced
-    // A partial answer is kept only while the search budget is spent, and no longer than the
-    // TTL: a search that failed for another reason is asked again by the next request.
-    const searchResumesAt = partial.length > 0 ? this.#options.budget.blockedUntil('search') : undefined
-    const freshUntil = Math.min(now + this.#ttlMs, searchResumesAt ?? Number.POSITIVE_INFINITY)
-    const keepUntil = partial.length > 0 ? freshUntil : freshUntil + this.#staleMs
-    const response: CachedResponse = { body, partial, isPrivate, etag: etagOf(body), producedAt: now, freshUntil, keepUntil }
-    const stored = keepUntil > now && (partial.length === 0 || searchResumesAt !== undefined)
+    const { body, partial, isPrivate, partialUntil } = produced
+    // A partial answer is kept only while the rate limit of what it misses is spent, and no
+    // longer than the TTL: a search that failed for another reason is asked again by the next request.
+    const isPartial = partial.length > 0
+    const freshUntil = Math.min(now + this.#ttlMs, isPartial ? (partialUntil ?? now) : Number.POSITIVE_INFINITY)
+    const keepUntil = isPartial ? freshUntil : freshUntil + this.#staleMs
+    const response: CachedAnswer = { body, partial: [...partial], isPrivate, etag: etagOf(body), producedAt: now, freshUntil, keepUntil }
+    const stored = keepUntil > now
     if (stored) await this.#store(key, response)
-    return { response, result: last ? 'revalidated' : 'miss', stored } satisfies CacheAnswer
+    return { response, result: last ? 'revalidated' : 'miss', stored }
   }
 
-  #orStale(key: string, last: CachedResponse | undefined, error: unknown, request: CacheRequest): CacheAnswer {
+  #orStale(key: string, last: CachedAnswer | undefined, error: unknown, request: CacheRequest): CacheAnswer {
     // A user or repository that no longer exists is answered so, not with what it used to be.
     if (error instanceof UpstreamNotFound) {
       this.#local.delete(key)
-      this.#options.shared?.delete(`answer:${key}`)
+      this.#options.store?.delete(`answer:${key}`)
       throw error
     }
     if (!last || !(error instanceof UpstreamError)) throw error
     const staleBecause = error instanceof BudgetSpent ? 'budget' : 'stale-if-error'
-    request.log.warn({ error: describeError(error), ageSeconds: this.ageOf(last) }, `answering stale (${staleBecause})`)
+    request.log.warn({ err: error, ageSeconds: this.ageOf(last) }, `answering stale (${staleBecause})`)
     return { response: last, result: 'stale', stored: false, staleBecause, failedStatus: error.status }
   }
 
   /** The later of two productions of `key`, kept here when it is theirs. */
-  #newest(key: string, ours: CachedResponse | undefined, theirs: CachedResponse | undefined): CachedResponse | undefined {
+  #newest(key: string, ours: CachedAnswer | undefined, theirs: CachedAnswer | undefined): CachedAnswer | undefined {
     if (!theirs || (ours && ours.producedAt >= theirs.producedAt)) return ours
     this.#keep(key, theirs)
     return theirs
   }
 
-  async #sharedAnswer(key: string): Promise<CachedResponse | undefined> {
-    const value = await this.#options.shared?.get(`answer:${key}`)
-    if (value === undefined) return undefined
-    const response = JSON.parse(value) as CachedResponse
-    return response.keepUntil > this.#options.now() ? response : undefined
+  async #sharedAnswer(key: string): Promise<CachedAnswer | undefined> {
+    const response = await this.#options.store?.get(storedEntries.answer, `answer:${key}`)
+    return response && response.keepUntil > this.#options.now() ? response : undefined
   }
 
   /**
    * Keeps `response` here and in the shared store, and resolves once the store has it: a request
    * that follows this answer, on any replica, then finds it.
    */
-  async #store(key: string, response: CachedResponse): Promise<void> {
+  async #store(key: string, response: CachedAnswer): Promise<void> {
     this.#keep(key, response)
-    await this.#options.shared?.set(`answer:${key}`, JSON.stringify(response), response.keepUntil - this.#options.now())
+    await this.#options.store?.set(`answer:${key}`, JSON.stringify(response), response.keepUntil - this.#options.now())
   }
 
-  #keep(key: string, response: CachedResponse): void {
+  #keep(key: string, response: CachedAnswer): void {
     const ttl = response.keepUntil - this.#options.now()
     if (ttl > 0) this.#local.set(key, response, { ttl })
   }

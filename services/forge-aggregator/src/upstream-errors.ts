@@ -21,10 +21,13 @@ export class UpstreamNotFound extends UpstreamError {
 export class UpstreamRateLimited extends UpstreamError {
   override readonly name: string = 'UpstreamRateLimited'
   readonly retryAfterSeconds: number | undefined
+  /** When calls may resume, on the wall clock (ms), when known. */
+  readonly resumesAt: number | undefined
 
-  constructor(message: string, retryAfterSeconds: number | undefined, status?: number) {
+  constructor(message: string, retryAfterSeconds: number | undefined, status?: number, resumesAt?: number) {
     super(message, status)
     this.retryAfterSeconds = retryAfterSeconds
+    this.resumesAt = resumesAt
   }
 }
 
@@ -37,7 +40,7 @@ export class BudgetSpent extends UpstreamRateLimited {
 
   /** The error for a resource that may be called again at `resumesAt` (wall clock, ms). */
   static until(resumesAt: number, now: number): BudgetSpent {
-    return new BudgetSpent('Upstream rate limit spent; not asking before its reset', Math.max(0, Math.ceil((resumesAt - now) / 1000)))
+    return new BudgetSpent('Upstream rate limit spent; not asking before its reset', Math.max(0, Math.ceil((resumesAt - now) / 1000)), undefined, resumesAt)
   }
 }
 

@@ -114,7 +114,7 @@ t.test("a caller's matching If-None-Match gets 304 without a body", async (t) =>
 
 t.test('both repos modes carry ETag and Cache-Control, and honour If-None-Match', async (t) => {
   const { app } = await buildAggregator(t)
-  nock(API).get('/repos/octocat/hello').reply(200, { stargazers_count: 1, forks_count: 2 })
+  nock(API).get('/repos/octocat/hello').reply(200, { stargazers_count: 1, forks_count: 2, private: false })
   nock(API).get('/users/octocat/repos').query(true).reply(200, [])
   for (const url of ['/api/forge/repos?repo_name=hello', '/api/forge/repos']) {
     const res = await app.inject({ method: 'GET', url })
@@ -153,11 +153,11 @@ t.test('a partial answer is not cached: the next request asks every call again',
 })
 
 t.test('FORGE_CACHE_TTL_SECONDS=0 never answers from the cache fresh: every request asks the upstream, max-age=0', async (t) => {
-  const { app } = await buildAggregator(t, { config: { FORGE_CACHE_TTL_SECONDS: 0 }, revalidationMaxBytes: 0 })
+  const { app } = await buildAggregator(t, { env: { FORGE_CACHE_TTL_SECONDS: 0 } })
   const scope = nock(API, { badheaders: ['if-none-match'] })
     .get('/repos/octocat/hello')
     .times(2)
-    .reply(200, { stargazers_count: 1, forks_count: 2 }, RESOURCE_HEADERS)
+    .reply(200, { stargazers_count: 1, forks_count: 2, private: false }, RESOURCE_HEADERS)
   const first = await app.inject({ method: 'GET', url: '/api/forge/repos?repo_name=hello' })
   await app.inject({ method: 'GET', url: '/api/forge/repos?repo_name=hello' })
   t.equal(first.headers['cache-control'], 'public, max-age=0')

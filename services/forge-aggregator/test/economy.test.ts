@@ -75,7 +75,7 @@ t.test('stale-if-error covers an upstream that cannot be reached, without fwd-st
 })
 
 t.test('past TTL + FORGE_STALE_SECONDS the failure is answered as it is', async (t) => {
-  const { app, advanceClock } = await buildAggregator(t, { config: { FORGE_STALE_SECONDS: 100 } })
+  const { app, advanceClock } = await buildAggregator(t, { env: { FORGE_STALE_SECONDS: 100 } })
   nock(API).get('/repos/octocat/hello').reply(200, fixtures.repository, RESOURCE_HEADERS)
   await app.inject({ method: 'GET', url: '/api/forge/repos?repo_name=hello' })
   advanceClock(TTL_MS + 100_001)
@@ -135,7 +135,7 @@ t.test('core budget exhausted: known users get their stale answer, new users 403
 })
 
 t.test('below FORGE_BUDGET_RESERVE of the core limit, known users are served stale without revalidation; new users are answered', async (t) => {
-  const { app, advanceClock, now } = await buildAggregator(t, { budgetReserve: 0.1 })
+  const { app, advanceClock, now } = await buildAggregator(t, { env: { FORGE_BUDGET_RESERVE: 0.1 } })
   const low = { ...RESOURCE_HEADERS, 'x-ratelimit-remaining': '400', 'x-ratelimit-limit': '5000', 'x-ratelimit-reset': String(Math.floor(now() / 1000) + 900) }
   nock(API).get('/repos/octocat/known').reply(200, fixtures.repository, low)
   await app.inject({ method: 'GET', url: '/api/forge/repos?repo_name=known' })
@@ -208,11 +208,47 @@ t.test('a partial answer because a search failed otherwise is not stored, and Ca
   t.equal(revalidated.headers['cache-status'], 'forge-aggregator; fwd=stale')
 })
 
-t.test('every upstream line of a request carries its request id', async (t) => {
-  const { app, logLines } = await buildAggregator(t)
+t.test('every upstream line of a request carries the caller’s request id', async (t) => {
+  const { app, logs } = await buildAggregator(t)
   mockUser({ login: 'mona' })
-  await app.inject({ method: 'GET', url: usersUrl('mona') })
-  const upstreamLines = logLines.map((line) => JSON.parse(line) as { msg: string; reqId?: string }).filter((line) => line.msg === 'upstream call')
-  t.equal(upstreamLines.length, 5)
-  t.ok(upstreamLines.every((line) => typeof line.reqId === 'string' && line.reqId.length > 0))
+  mockUser({ login: 'hubot' })
+  await Promise.all([
+    app.inject({ method: 'GET', url: usersUrl('mona'), headers: { 'x-request-id': 'caller-mona-1' } }),
+    app.inject({ method: 'GET', url: usersUrl('hubot'), headers: { 'x-request-id': 'caller-hubot-2' } }),
+  ])
+  const upstreamLines = logs().filter((line) => line.msg === 'upstream call')
+  // Searches name the user as `author%3A<login>`: every path of a user's calls holds the login.
+  const reqIdOf = (login: string) => upstreamLines.filter((line) => (line.upstream as { path: string }).path.includes(login)).map((line) => line.reqId)
+  t.same(reqIdOf('mona'), Array(5).fill('caller-mona-1'))
+  t.same(reqIdOf('hubot'), Array(5).fill('caller-hubot-2'))
+})
+
+t.test('FORGE_BUDGET_RESERVE 0: a known user past the TTL is revalidated whatever is left', async (t) => {
+  const { app, advanceClock, now } = await buildAggregator(t, { env: { FORGE_BUDGET_RESERVE: 0 } })
+  const low = { ...RESOURCE_HEADERS, 'x-ratelimit-remaining': '400', 'x-ratelimit-limit': '5000', 'x-ratelimit-reset': String(Math.floor(now() / 1000) + 900) }
+  nock(API).get('/repos/octocat/known').reply(200, fixtures.repository, low)
+  await app.inject({ method: 'GET', url: '/api/forge/repos?repo_name=known' })
+  advanceClock(TTL_MS + 1)
+  const revalidation = nock(API).get('/repos/octocat/known').reply(304, '', low)
+  const known = await app.inject({ method: 'GET', url: '/api/forge/repos?repo_name=known' })
+  t.equal(known.headers['cache-status'], 'forge-aggregator; fwd=stale; stored')
+  revalidation.done()
+})
+
+t.test('a 304’s X-RateLimit-* feeds the budget: remaining 0 on a revalidation makes the next call refused', async (t) => {
+  const { app, advanceClock, now } = await buildAggregator(t)
+  nock(API).get('/repos/octocat/known').reply(200, fixtures.repository, RESOURCE_HEADERS)
+  await app.inject({ method: 'GET', url: '/api/forge/repos?repo_name=known' })
+  advanceClock(TTL_MS + 1)
+  const reset = Math.floor(now() / 1000) + 300
+  const spent = { ...RESOURCE_HEADERS, 'x-ratelimit-remaining': '0', 'x-ratelimit-limit': '60', 'x-ratelimit-reset': String(reset) }
+  nock(API, { reqheaders: { 'if-none-match': RESOURCE_HEADERS.etag } }).get('/repos/octocat/known').reply(304, '', spent)
+  const revalidated = await app.inject({ method: 'GET', url: '/api/forge/repos?repo_name=known' })
+  t.equal(revalidated.statusCode, 200)
+  const unexpected = recordUnexpectedCalls(t)
+  const refused = await app.inject({ method: 'GET', url: '/api/forge/repos?repo_name=other' })
+  t.equal(refused.statusCode, 403)
+  t.equal(refused.headers['retry-after'], '300')
+  t.equal(refused.headers['cache-status'], 'forge-aggregator; detail=budget')
+  t.same(unexpected, [], 'no call into the budget the 304 said was spent')
 })

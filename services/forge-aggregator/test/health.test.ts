@@ -41,7 +41,7 @@ t.test('/docs serves the Swagger UI and /docs/json the OpenAPI document of both 
 })
 
 t.test('CORS_ORIGINS allows the listed origins for GET', async (t) => {
-  const { app } = await buildAggregator(t, { config: { CORS_ORIGINS: ['https://app.example'] } })
+  const { app } = await buildAggregator(t, { env: { CORS_ORIGINS: ['https://app.example'] } })
   const allowed = await app.inject({ method: 'GET', url: '/health', headers: { origin: 'https://app.example' } })
   const other = await app.inject({ method: 'GET', url: '/health', headers: { origin: 'https://evil.example' } })
   t.equal(allowed.headers['access-control-allow-origin'], 'https://app.example')
@@ -49,7 +49,7 @@ t.test('CORS_ORIGINS allows the listed origins for GET', async (t) => {
 })
 
 t.test('CORS_ORIGINS=* allows any origin; without it no CORS headers are sent', async (t) => {
-  const open = await buildAggregator(t, { config: { CORS_ORIGINS: ['*'] } })
+  const open = await buildAggregator(t, { env: { CORS_ORIGINS: ['*'] } })
   const closed = await buildAggregator(t)
   const headers = { origin: 'https://anyone.example' }
   t.equal((await open.app.inject({ method: 'GET', url: '/health', headers })).headers['access-control-allow-origin'], '*')

@@ -1,6 +1,5 @@
 import t from 'tap'
 import nock from 'nock'
-import type { Registry } from 'prom-client'
 import { buildAggregator } from './helpers/build.ts'
 import { API, RESOURCE_HEADERS, fixtures, mockUser } from './helpers/upstream.ts'
 
@@ -8,18 +7,8 @@ t.afterEach(() => {
   nock.cleanAll()
 })
 
-/** The value of one series, from the registry the app was built with. */
-async function valueOf(registry: Registry, name: string, labels: Record<string, string>): Promise<number | undefined> {
-  // A histogram's series (name_count, name_bucket…) belong to the metric of the base name.
-  const metric = (await registry.getMetricsAsJSON()).find((candidate) => name.replace(/_count$/, '') === candidate.name)
-  const values = (metric as { values: { value: number; labels: Record<string, string | number>; metricName?: string }[] } | undefined)?.values ?? []
-  return values.find(
-    (value) => (value.metricName ?? name) === name && Object.entries(labels).every(([key, wanted]) => String(value.labels[key]) === wanted),
-  )?.value
-}
-
 t.test('forge_cache_results_total counts answers by endpoint and how they were obtained', async (t) => {
-  const { app, metrics, advanceClock } = await buildAggregator(t)
+  const { app, metric, advanceClock } = await buildAggregator(t)
   mockUser({ login: 'mona' })
   await app.inject({ method: 'GET', url: '/api/forge/users?user_name=mona' })
   await app.inject({ method: 'GET', url: '/api/forge/users?user_name=mona' })
@@ -27,46 +16,50 @@ t.test('forge_cache_results_total counts answers by endpoint and how they were o
   advanceClock(60_001)
   nock(API).get(/.*/).query(true).reply(502, { message: 'Bad Gateway' }).persist()
   await app.inject({ method: 'GET', url: '/api/forge/users?user_name=mona' })
-  t.equal(await valueOf(metrics, 'forge_cache_results_total', { endpoint: 'users', result: 'miss' }), 1)
-  t.equal(await valueOf(metrics, 'forge_cache_results_total', { endpoint: 'users', result: 'hit' }), 2)
-  t.equal(await valueOf(metrics, 'forge_cache_results_total', { endpoint: 'users', result: 'stale' }), 1)
-  t.equal(await valueOf(metrics, 'forge_cache_results_total', { endpoint: 'repos', result: 'hit' }), 0, 'every series exists from the start')
+  t.equal(await metric('forge_cache_results_total', { endpoint: 'users', result: 'miss' }), 1)
+  t.equal(await metric('forge_cache_results_total', { endpoint: 'users', result: 'hit' }), 2)
+  t.equal(await metric('forge_cache_results_total', { endpoint: 'users', result: 'stale' }), 1)
+  t.equal(await metric('forge_cache_results_total', { endpoint: 'repos', result: 'hit' }), 0, 'every series exists from the start')
 })
 
 t.test('forge_upstream_requests_total and its duration count every call by resource and status, error when none came', async (t) => {
-  const { app, metrics } = await buildAggregator(t)
+  const { app, metric } = await buildAggregator(t)
   mockUser({ login: 'mona' })
   await app.inject({ method: 'GET', url: '/api/forge/users?user_name=mona' })
   nock(API).get('/repos/octocat/gone').reply(404, { message: 'Not Found' })
   await app.inject({ method: 'GET', url: '/api/forge/repos?repo_name=gone' })
   nock(API).get('/repos/octocat/broken').times(3).replyWithError('socket went away')
   await app.inject({ method: 'GET', url: '/api/forge/repos?repo_name=broken' })
-  t.equal(await valueOf(metrics, 'forge_upstream_requests_total', { resource: 'core', status: '200' }), 3)
-  t.equal(await valueOf(metrics, 'forge_upstream_requests_total', { resource: 'search', status: '200' }), 2)
-  t.equal(await valueOf(metrics, 'forge_upstream_requests_total', { resource: 'core', status: '404' }), 1)
-  t.equal(await valueOf(metrics, 'forge_upstream_requests_total', { resource: 'core', status: 'error' }), 1)
-  t.equal(await valueOf(metrics, 'forge_upstream_request_duration_seconds_count', { resource: 'core' }), 5)
-  t.equal(await valueOf(metrics, 'forge_upstream_request_duration_seconds_count', { resource: 'search' }), 2)
+  t.equal(await metric('forge_upstream_requests_total', { resource: 'core', status: '200' }), 3)
+  t.equal(await metric('forge_upstream_requests_total', { resource: 'search', status: '200' }), 2)
+  t.equal(await metric('forge_upstream_requests_total', { resource: 'core', status: '404' }), 1)
+  t.equal(await metric('forge_upstream_requests_total', { resource: 'core', status: 'error' }), 1)
+  t.equal(await metric('forge_upstream_request_duration_seconds_count', { resource: 'core' }), 5)
+  t.equal(await metric('forge_upstream_request_duration_seconds_count', { resource: 'search' }), 2)
 })
 
 t.test('forge_ratelimit_remaining and forge_ratelimit_reset_timestamp_seconds follow the upstream headers', async (t) => {
-  const { app, metrics } = await buildAggregator(t)
+  const { app, metric } = await buildAggregator(t)
   nock(API).get('/repos/octocat/hello').reply(200, fixtures.repository, { ...RESOURCE_HEADERS, 'x-ratelimit-remaining': '4321', 'x-ratelimit-reset': '1800000000' })
   await app.inject({ method: 'GET', url: '/api/forge/repos?repo_name=hello' })
-  t.equal(await valueOf(metrics, 'forge_ratelimit_remaining', { resource: 'core' }), 4321)
-  t.equal(await valueOf(metrics, 'forge_ratelimit_reset_timestamp_seconds', { resource: 'core' }), 1_800_000_000)
+  t.equal(await metric('forge_ratelimit_remaining', { resource: 'core' }), 4321)
+  t.equal(await metric('forge_ratelimit_reset_timestamp_seconds', { resource: 'core' }), 1_800_000_000)
 })
 
 t.test('a rate limit that names neither remaining nor reset leaves the gauges unset', async (t) => {
-  const { app, metrics } = await buildAggregator(t)
+  const { app, metric } = await buildAggregator(t)
   nock(API).get('/repos/octocat/hello').reply(429, { message: 'slow down' }, { 'retry-after': '5' })
   await app.inject({ method: 'GET', url: '/api/forge/repos?repo_name=hello' })
-  t.equal(await valueOf(metrics, 'forge_ratelimit_remaining', { resource: 'core' }), undefined)
-  t.equal(await valueOf(metrics, 'forge_ratelimit_reset_timestamp_seconds', { resource: 'core' }), undefined)
+  t.equal(await metric('forge_ratelimit_remaining', { resource: 'core' }), undefined)
+  t.equal(await metric('forge_ratelimit_reset_timestamp_seconds', { resource: 'core' }), undefined)
 })
 
-t.test('each app has its own registry: two apps in one process do not collide', async (t) => {
+t.test('each app has its own registry: what one app counted is not on the other’s /metrics', async (t) => {
   const one = await buildAggregator(t)
   const two = await buildAggregator(t)
-  t.not(one.metrics, two.metrics)
+  nock(API).get('/repos/octocat/hello').reply(200, fixtures.repository, RESOURCE_HEADERS)
+  await one.app.inject({ method: 'GET', url: '/api/forge/repos?repo_name=hello' })
+  t.equal(await one.metric('forge_upstream_requests_total', { resource: 'core', status: '200' }), 1)
+  t.equal(await two.metric('forge_upstream_requests_total', { resource: 'core', status: '200' }), undefined)
+  t.equal(await two.metric('forge_cache_results_total', { endpoint: 'repos', result: 'miss' }), 0)
 })

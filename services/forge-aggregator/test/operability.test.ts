@@ -1,9 +1,5 @@
 import t from 'tap'
-import { Registry } from 'prom-client'
-import { buildApp } from '../src/app.ts'
-import { createForgeClient } from '../src/forge-client.ts'
-import { buildAggregator, DEFAULT_CONFIG } from './helpers/build.ts'
-import { pino } from 'pino'
+import { buildAggregator } from './helpers/build.ts'
 
 interface OpenApiResponse {
   headers?: Record<string, unknown>
@@ -37,21 +33,18 @@ t.test('answers carry X-Request-Id and security headers; /metrics counts them by
   t.match(page, /^http_request_duration_seconds_count\{method="GET",route="\/api\/forge\/users",status_code="400"\} 1$/m)
 })
 
-t.test('/metrics serves the registry the app was given', async (t) => {
-  const metrics = new Registry()
-  const logger = pino({ level: 'silent' })
-  const client = createForgeClient({ baseUrl: 'http://127.0.0.1:9', timeoutMs: 100, userAgent: 't', revalidationMaxBytes: 0, logger })
-  const app = await buildApp(DEFAULT_CONFIG, { client, logger, metrics })
-  t.teardown(async () => {
-    await app.close()
-    await client.close()
-  })
+t.test('/metrics serves the app’s own metrics and the service-kit ones on one page', async (t) => {
+  const { app } = await buildAggregator(t)
   await app.inject({ url: '/health' })
-  t.match(await metrics.metrics(), 'route="/health"')
+  const page = (await app.inject({ url: '/metrics' })).body
+  t.match(page, 'route="/health"')
+  t.match(page, /^forge_cache_results_total\{endpoint="users",result="hit"\} 0$/m)
+  t.match(page, /^# TYPE forge_upstream_requests_total counter$/m)
+  t.notMatch(page, 'forge_shared_store_up', 'no shared-store gauge without REDIS_URL')
 })
 
 t.test('RATE_LIMIT_PER_MINUTE answers 429 in the aggregator error shape', async (t) => {
-  const { app } = await buildAggregator(t, { config: { RATE_LIMIT_PER_MINUTE: 1 } })
+  const { app } = await buildAggregator(t, { env: { RATE_LIMIT_PER_MINUTE: 1 } })
   await app.inject({ url: '/api/forge/users?user_name=bad!' })
   const refused = await app.inject({ url: '/api/forge/users?user_name=bad!' })
   t.equal(refused.statusCode, 429)

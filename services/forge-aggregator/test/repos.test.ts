@@ -24,7 +24,7 @@ t.test('with repo_name: the stars and forks of that repository of the default us
 })
 
 t.test('without repo_name: the default user’s repositories, sorted by update, in camelCase, in one call', async (t) => {
-  const { app } = await buildAggregator(t, { config: { FORGE_DEFAULT_USER: 'mona' } })
+  const { app } = await buildAggregator(t, { env: { FORGE_DEFAULT_USER: 'mona' } })
   const unexpected = recordUnexpectedCalls(t)
   const repos = [
     makeRepo('mona', 'recent', { stargazers_count: 3, forks_count: 1, language: 'Go', description: 'new' }),
@@ -157,7 +157,7 @@ t.test('with a token', async (t) => {
   const privateRepo = { ...fixtures.authenticatedUserRepos[0], name: 'secret', private: true }
 
   t.test('that belongs to the owner, the list comes from /user/repos and includes private repositories', async (t) => {
-    const { app } = await buildAggregator(t, { config: { FORGE_DEFAULT_USER: 'mona', FORGE_TOKEN: TOKEN } })
+    const { app } = await buildAggregator(t, { env: { FORGE_DEFAULT_USER: 'mona', FORGE_TOKEN: TOKEN } })
     const scope = nock(API, authorized)
     scope.get('/user').reply(200, owner)
     scope.get('/user/repos').query({ affiliation: 'owner', ...LIST_QUERY }).reply(200, [privateRepo])
@@ -169,7 +169,7 @@ t.test('with a token', async (t) => {
   })
 
   t.test('one private repository is answered with Cache-Control: private', async (t) => {
-    const { app } = await buildAggregator(t, { config: { FORGE_TOKEN: TOKEN } })
+    const { app } = await buildAggregator(t, { env: { FORGE_TOKEN: TOKEN } })
     nock(API, authorized).get('/repos/octocat/secret').reply(200, { ...fixtures.repository, private: true }, RESOURCE_HEADERS)
     const res = await app.inject({ method: 'GET', url: '/api/forge/repos?repo_name=secret' })
     t.equal(res.statusCode, 200)
@@ -177,7 +177,7 @@ t.test('with a token', async (t) => {
   })
 
   t.test('who owns it is asked once per process', async (t) => {
-    const { app } = await buildAggregator(t, { config: { FORGE_DEFAULT_USER: 'mona', FORGE_TOKEN: TOKEN, FORGE_CACHE_TTL_SECONDS: 0 } })
+    const { app } = await buildAggregator(t, { env: { FORGE_DEFAULT_USER: 'mona', FORGE_TOKEN: TOKEN, FORGE_CACHE_TTL_SECONDS: 0 } })
     const unexpected = recordUnexpectedCalls(t)
     const scope = nock(API, authorized)
     scope.get('/user').once().reply(200, owner)
@@ -189,7 +189,7 @@ t.test('with a token', async (t) => {
   })
 
   t.test('that belongs to someone else, the public list is used', async (t) => {
-    const { app } = await buildAggregator(t, { config: { FORGE_DEFAULT_USER: 'octocat', FORGE_TOKEN: TOKEN } })
+    const { app } = await buildAggregator(t, { env: { FORGE_DEFAULT_USER: 'octocat', FORGE_TOKEN: TOKEN } })
     const scope = nock(API, authorized)
     scope.get('/user').reply(200, owner)
     scope.get('/users/octocat/repos').query(LIST_QUERY).reply(200, [makeRepo('octocat', 'public-one')])
@@ -200,7 +200,7 @@ t.test('with a token', async (t) => {
   })
 
   t.test('when asking whose it is fails, this request uses the public list and the next one asks again', async (t) => {
-    const { app } = await buildAggregator(t, { config: { FORGE_DEFAULT_USER: 'mona', FORGE_TOKEN: TOKEN, FORGE_CACHE_TTL_SECONDS: 0 } })
+    const { app } = await buildAggregator(t, { env: { FORGE_DEFAULT_USER: 'mona', FORGE_TOKEN: TOKEN, FORGE_CACHE_TTL_SECONDS: 0 } })
     const scope = nock(API, authorized)
     scope.get('/user').reply(502, { message: 'Bad Gateway' })
     scope.get('/user').reply(502, { message: 'Bad Gateway' })

@@ -1,37 +1,33 @@
 import t from 'tap'
 import { pino } from 'pino'
-import { RateLimitBudget } from '../src/rate-limit-budget.ts'
-import { ResponseCache, type ProducedAnswer } from '../src/response-cache.ts'
+import { ResponseCache, type Production } from '../src/response-cache.ts'
 import { BudgetSpent, UpstreamFailure, UpstreamNotFound, UpstreamRateLimited } from '../src/upstream-errors.ts'
 
 const log = pino({ level: 'silent' })
 const REQUEST = { endpoint: 'users', log } as const
 
-function cacheOn(options: { ttlSeconds: number; maxBytes?: number; staleSeconds?: number; reserve?: number }) {
+function cacheOn(options: { ttlSeconds: number; maxBytes?: number; staleSeconds?: number }) {
   let clock = 1_700_000_000_000
   const now = () => clock
-  const budget = new RateLimitBudget({ reserve: options.reserve ?? 0.1, now })
   const results: string[] = []
   const cache = new ResponseCache({
     ttlSeconds: options.ttlSeconds,
     staleSeconds: options.staleSeconds ?? 3_600,
     maxBytes: options.maxBytes ?? 1_000,
     now,
-    budget,
-    waitMs: 1_000,
     onResult: (endpoint, result) => results.push(`${endpoint}:${result}`),
   })
-  const get = (key: string, produce: () => Promise<ProducedAnswer>) => cache.get(key, produce, REQUEST)
-  return { cache, budget, get, results, now, advance: (ms: number) => (clock += ms) }
+  const get = async (key: string, produce: Production) => cache.get(key, produce, REQUEST)
+  return { cache, get, results, now, advance: (ms: number) => (clock += ms) }
 }
 
-const produced = (body: string, partial: string[] = []) => async () => ({ body, partial })
+const produced = (body: string, partial: string[] = [], partialUntil?: number) => async () => ({ body, partial, isPrivate: false, partialUntil })
 const failing = (error: Error) => () => Promise.reject(error)
 
 t.test('an answer is kept for the TTL, then produced again', async (t) => {
   const { get, advance } = cacheOn({ ttlSeconds: 10 })
   let productions = 0
-  const produce = async () => ({ body: `answer ${++productions}`, partial: [] })
+  const produce = async () => ({ body: `answer ${++productions}`, partial: [], isPrivate: false })
   t.equal((await get('k', produce)).response.body, 'answer 1')
   advance(10_000)
   t.equal((await get('k', produce)).response.body, 'answer 1', 'still fresh at exactly the TTL')
@@ -54,10 +50,10 @@ t.test('memory is bounded: past maxBytes the least recently used answers are dro
   const { get } = cacheOn({ ttlSeconds: 60, maxBytes: 250 })
   for (const key of ['a', 'b', 'c']) await get(key, produced(key.repeat(100)))
   let reproduced = false
-  await get('a', async () => ((reproduced = true), { body: 'a'.repeat(100), partial: [] }))
+  await get('a', async () => ((reproduced = true), { body: 'a'.repeat(100), partial: [], isPrivate: false }))
   t.ok(reproduced, 'the oldest answer was dropped to stay within 250 bytes')
   let kept = true
-  await get('c', async () => ((kept = false), { body: 'c', partial: [] }))
+  await get('c', async () => ((kept = false), { body: 'c', partial: [], isPrivate: false }))
   t.ok(kept, 'the newest is still there')
 })
 
@@ -73,7 +69,7 @@ t.test('concurrent gets of one key share one production, the others counted as c
   const slow = async () => {
     productions += 1
     await new Promise((resolve) => setImmediate(resolve))
-    return { body: 'shared', partial: [] }
+    return { body: 'shared', partial: [], isPrivate: false }
   }
   const answers = await Promise.all(Array.from({ length: 50 }, () => get('k', slow)))
   t.equal(productions, 1)
@@ -85,7 +81,7 @@ t.test('concurrent gets of one key share one production, the others counted as c
 t.test('with TTL 0 nothing is answered fresh, but concurrent gets still share one production', async (t) => {
   const { get } = cacheOn({ ttlSeconds: 0 })
   let productions = 0
-  const produce = async () => ({ body: `answer ${++productions}`, partial: [] })
+  const produce = async () => ({ body: `answer ${++productions}`, partial: [], isPrivate: false })
   await Promise.all([get('k', produce), get('k', produce)])
   t.equal(productions, 1)
   await get('k', produce)
@@ -101,10 +97,9 @@ t.test('partial answers whose searches failed for a reason other than the budget
   t.equal((await get('f', produced('recovered'))).response.body, 'recovered')
 })
 
-t.test('a partial answer is kept while the search budget is spent, for the shorter of the TTL and the reset', async (t) => {
-  const { get, budget, advance, now } = cacheOn({ ttlSeconds: 60 })
-  budget.record('/search/issues', { 'x-ratelimit-remaining': '0', 'x-ratelimit-reset': String(now() / 1000 + 20), 'x-ratelimit-limit': '10' })
-  const first = await get('p', produced('partial', ['totalIssues']))
+t.test('a partial answer is kept until its missing counts may be asked again, at most the TTL', async (t) => {
+  const { get, advance, now } = cacheOn({ ttlSeconds: 60 })
+  const first = await get('p', produced('partial', ['totalIssues'], now() + 20_000))
   t.equal(first.stored, true)
   advance(19_000)
   const reused = await get('p', produced('should not be asked'))
@@ -112,6 +107,8 @@ t.test('a partial answer is kept while the search budget is spent, for the short
   t.equal(reused.result, 'hit')
   advance(1_001)
   t.equal((await get('p', produced('complete'))).response.body, 'complete', 'asked again once the search budget reset')
+  const long = await get('q', produced('partial', ['totalPRs'], now() + 3_600_000))
+  t.equal(long.response.freshUntil, now() + 60_000, 'never longer than the TTL')
 })
 
 t.test('stale-if-error: a failure other than 404 sends the last answer, within TTL + staleSeconds', async (t) => {
@@ -169,30 +166,26 @@ t.test('FORGE_STALE_SECONDS=0 never sends a stale answer', async (t) => {
   await t.rejects(get('k', failing(new UpstreamFailure('down', 502))))
 })
 
-t.test('a spent core budget answers known keys stale and others BudgetSpent, without producing', async (t) => {
-  const { get, budget, advance, now } = cacheOn({ ttlSeconds: 60 })
+t.test('a production the budget refused answers a known key stale (budget) and an unknown key BudgetSpent', async (t) => {
+  const { get, advance } = cacheOn({ ttlSeconds: 60 })
   await get('known', produced('known answer'))
   advance(60_001)
-  budget.record('/users/x', { 'x-ratelimit-remaining': '0', 'x-ratelimit-reset': String(Math.floor(now() / 1000) + 30), 'x-ratelimit-limit': '60' })
-  let produced_ = 0
-  const counting = async () => ((produced_ += 1), { body: 'fresh', partial: [] })
-  const known = await get('known', counting)
+  const refused = failing(BudgetSpent.until(Date.now() + 30_000, Date.now()))
+  const known = await get('known', refused)
   t.equal(known.result, 'stale')
   t.equal(known.staleBecause, 'budget')
-  const error = await get('unknown', counting).catch((caught: unknown) => caught)
+  const error = await get('unknown', refused).catch((caught: unknown) => caught)
   t.match(error, { name: 'BudgetSpent', retryAfterSeconds: 30 })
-  t.equal(produced_, 0, 'nothing was produced')
 })
 
-t.test('below the reserve, known keys are answered stale without asking, unknown ones are produced', async (t) => {
-  const { get, budget, advance, now } = cacheOn({ ttlSeconds: 60, reserve: 0.1 })
-  await get('known', produced('known answer'))
+t.test('a production is told whether it revalidates an answer that could still be sent stale', async (t) => {
+  const { get, advance } = cacheOn({ ttlSeconds: 60 })
+  const told: boolean[] = []
+  const produce: Production = async (revalidates) => (told.push(revalidates), { body: 'x', partial: [], isPrivate: false })
+  await get('k', produce)
   advance(60_001)
-  budget.record('/users/x', { 'x-ratelimit-remaining': '499', 'x-ratelimit-reset': String(Math.floor(now() / 1000) + 600), 'x-ratelimit-limit': '5000' })
-  const known = await get('known', produced('should not be asked'))
-  t.equal(known.response.body, 'known answer')
-  t.equal(known.staleBecause, 'budget')
-  t.equal((await get('new', produced('new answer'))).response.body, 'new answer')
+  await get('k', produce)
+  t.same(told, [false, true])
 })
 
 t.test('secondsLeft counts down whole seconds to the expiry and never below 0', async (t) => {

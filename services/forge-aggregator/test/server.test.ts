@@ -81,7 +81,7 @@ t.test('with REDIS_URL two processes share one cache: an answer one produced cos
   const replicas = [runServer(env), runServer(env)]
   t.teardown(() => replicas.forEach((replica) => replica.child.kill('SIGKILL')))
   const ports = await Promise.all(replicas.map(async (replica) => (await replica.waitFor(LISTENING))[1]))
-  await Promise.all(replicas.map((replica) => replica.waitFor(/"msg":"shared cache ready"/)))
+  await Promise.all(replicas.map((replica) => replica.waitFor(/"msg":"listening for production announcements"/)))
 
   for (const port of ports) {
     const res = await fetch(`http://127.0.0.1:${port}/api/forge/repos?repo_name=hello-world`)

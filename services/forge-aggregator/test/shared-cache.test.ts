@@ -1,10 +1,8 @@
 import t from 'tap'
 import nock from 'nock'
 import { createClient } from 'redis'
-import { pino } from 'pino'
 import { startPrivateRedis } from '@repo/test-support'
-import { createRedisStore } from '../src/redis-store.ts'
-import { buildAggregator, testClock, type BuildOptions, type TestClock } from './helpers/build.ts'
+import { buildAggregator, testClock, type BuildOptions, type TestAggregator, type TestClock, type TestEnv } from './helpers/build.ts'
 import { API, RESOURCE_HEADERS, fixtures, makeFollowers, makeRepos, makeUser, mockUser, recordUnexpectedCalls, searchResult, SEARCH_HEADERS } from './helpers/upstream.ts'
 
 // A cache needs no durability: without fsync on every write, a loaded machine does not slow it down.
@@ -30,7 +28,7 @@ const HELLO = '/api/forge/repos?repo_name=hello'
 /** `count` replicas sharing the private Redis and one clock. */
 async function replicas(t: Parameters<typeof buildAggregator>[0], count: number, options: BuildOptions = {}) {
   const clock: TestClock = options.clock ?? testClock()
-  return Promise.all(Array.from({ length: count }, () => buildAggregator(t, { redisUrl, clock, ...options })))
+  return Promise.all(Array.from({ length: count }, () => buildAggregator(t, { clock, ...options, env: { REDIS_URL: redisUrl, ...options.env } })))
 }
 
 /** Two replicas: the first answered the repository `hello` (and Redis holds it), the second's clock is `laterMs` on. */
@@ -80,9 +78,7 @@ t.test('200 concurrent requests for one cold user over 3 replicas cost the five 
 })
 
 t.test('a replica whose production lock is held by a dead replica produces the answer itself after FORGE_TIMEOUT_MS', async (t) => {
-  const [one] = await replicas(t, 1, { config: { FORGE_TIMEOUT_MS: 300 } })
-  const locks = await inspector.keys('forge:*')
-  t.same(locks, [])
+  const [one] = await replicas(t, 1, { env: { FORGE_TIMEOUT_MS: 300 } })
   // What a replica that died mid-production leaves behind: a lock with an expiry, and no answer.
   const namespace = await namespaceOf(one!, 'probe')
   await inspector.set(`${namespace}lock:repo/octocat/hello`, 'dead-replica', { expiration: { type: 'PX', value: 60_000 } })
@@ -99,7 +95,7 @@ t.test('deployments with different tokens sharing one Redis never see each other
   const TOKEN = 'ghp_sharedtesttoken00000000000000000000000'
   const clock = testClock()
   const [anonymous] = await replicas(t, 1, { clock })
-  const [authorized] = await replicas(t, 1, { clock, config: { FORGE_TOKEN: TOKEN } })
+  const [authorized] = await replicas(t, 1, { clock, env: { FORGE_TOKEN: TOKEN } })
   nock(API).get('/repos/octocat/hello').reply(200, { ...fixtures.repository, stargazers_count: 1 }, RESOURCE_HEADERS)
   nock(API).get('/repos/octocat/hello').reply(200, { ...fixtures.repository, stargazers_count: 2 }, RESOURCE_HEADERS)
   const one = await anonymous!.app.inject({ method: 'GET', url: HELLO })
@@ -108,7 +104,7 @@ t.test('deployments with different tokens sharing one Redis never see each other
   t.same(two.json(), { stars: 2, forksCount: fixtures.repository.forks_count }, 'asked the upstream with its own token')
 
   const keys = await inspector.keys('*')
-  t.equal(new Set(keys.map((key) => key.split(':').slice(0, 2).join(':'))).size, 2, 'two partitions')
+  t.equal(new Set(keys.map((key) => key.split(':').slice(0, 3).join(':'))).size, 2, 'two partitions')
   for (const key of keys) {
     t.notMatch(key, TOKEN)
     t.notMatch((await inspector.get(key)) ?? '', TOKEN, `${key} holds no token`)
@@ -171,7 +167,7 @@ t.test('of two productions of one answer, the later is the one kept and sent sta
 })
 
 t.test('a shared answer past TTL + FORGE_STALE_SECONDS is not sent, even while Redis still holds it', async (t) => {
-  const [one, two] = await replicas(t, 2, { config: { FORGE_STALE_SECONDS: 10 } })
+  const [one, two] = await replicas(t, 2, { env: { FORGE_STALE_SECONDS: 10 } })
   nock(API).get('/repos/octocat/hello').reply(200, fixtures.repository, RESOURCE_HEADERS)
   await one!.app.inject({ method: 'GET', url: HELLO })
   await reachedRedis('repo/octocat/hello')
@@ -205,7 +201,7 @@ t.test('Redis killed mid-test: requests are answered from the upstream, the outa
 })
 
 t.test('a request waiting on another replica’s production is let go at once when Redis goes away', async (t) => {
-  const [one] = await replicas(t, 1, { config: { FORGE_TIMEOUT_MS: 5_000 } })
+  const [one] = await replicas(t, 1, { env: { FORGE_TIMEOUT_MS: 5_000 } })
   const namespace = await namespaceOf(one!, 'probe')
   await inspector.set(`${namespace}lock:repo/octocat/hello`, 'dead-replica', { expiration: { type: 'PX', value: 60_000 } })
   nock(API).get('/repos/octocat/hello').reply(200, fixtures.repository, RESOURCE_HEADERS)
@@ -221,7 +217,7 @@ t.test('a request waiting on another replica’s production is let go at once wh
 })
 
 t.test('a production lock Redis does not grant in time is not waited for: the request is answered alone', async (t) => {
-  const [one] = await replicas(t, 1, { redisDeadlineMs: 250 })
+  const [one] = await replicas(t, 1)
   // Reads are answered, writes (the lock) are held back: a Redis that hangs between two commands.
   await inspector.sendCommand(['CLIENT', 'PAUSE', '1500', 'WRITE'])
   t.teardown(() => inspector.sendCommand(['CLIENT', 'UNPAUSE']))
@@ -232,17 +228,24 @@ t.test('a production lock Redis does not grant in time is not waited for: the re
   t.ok(Date.now() - started < 1_000, `answered in ${Date.now() - started} ms`)
 })
 
-t.test('a store whose Redis never answers reads empty, takes no lock, and closes at once', async (t) => {
-  const store = createRedisStore({ url: 'redis://127.0.0.1:1', namespace: 'forge:test:', logger: pino({ level: 'silent' }) })
-  t.equal(store.isAvailable, false)
-  t.equal(await store.get('answer:x'), undefined)
-  t.equal(await store.lock('x', 1_000), undefined)
-  await store.set('answer:x', 'value', 1_000)
-  await store.close()
+t.test('a replica whose Redis never answers starts, answers from the upstream alone, says so on /metrics, and closes at once', async (t) => {
+  // The helper waits for the shared cache, which never comes here: built as the helper builds it.
+  const { loadConfig } = await import('@repo/config')
+  const { createLogger } = await import('@repo/service-kit')
+  const { buildApp } = await import('../src/app.ts')
+  const { ForgeAggregatorConfig } = await import('../src/config.ts')
+  const app = await buildApp(loadConfig(ForgeAggregatorConfig, { FORGE_API_URL: API, REDIS_URL: 'redis://127.0.0.1:1' }), { logger: createLogger('silent', process.stdout) })
+  nock(API).get('/repos/octocat/hello').reply(200, fixtures.repository, RESOURCE_HEADERS)
+  const res = await app.inject({ method: 'GET', url: HELLO })
+  t.equal(res.statusCode, 200)
+  t.match((await app.inject({ url: '/metrics' })).body, /^forge_shared_store_up 0$/m)
+  const closing = Date.now()
+  await app.close()
+  t.ok(Date.now() - closing < 1_000)
 })
 
 t.test('a request waiting on another replica’s production is let go within about a second when Redis hangs', async (t) => {
-  const [one] = await replicas(t, 1, { config: { FORGE_TIMEOUT_MS: 5_000 }, redisDeadlineMs: 250 })
+  const [one] = await replicas(t, 1, { env: { FORGE_TIMEOUT_MS: 5_000 } })
   const namespace = await namespaceOf(one!, 'probe')
   await inspector.set(`${namespace}lock:repo/octocat/hello`, 'dead-replica', { expiration: { type: 'PX', value: 60_000 } })
   nock(API).get('/repos/octocat/hello').reply(200, fixtures.repository, RESOURCE_HEADERS)
@@ -259,7 +262,7 @@ t.test('a request waiting on another replica’s production is let go within abo
 })
 
 t.test('Redis paused (hung): requests are answered within about a second, and sharing resumes when it answers again', async (t) => {
-  const [one, spare] = await replicas(t, 2, { redisDeadlineMs: 250 })
+  const [one, spare] = await replicas(t, 2)
   redis.pause()
   t.teardown(() => redis.resume())
   nock(API).get(/\/repos\/octocat\/h\d/).times(3).reply(200, fixtures.repository, RESOURCE_HEADERS)
@@ -271,13 +274,14 @@ t.test('Redis paused (hung): requests are answered within about a second, and sh
   }
   t.equal(one!.logLines.filter((line) => line.includes('Redis unavailable')).length, 1, 'logged once')
   // A read still waiting on the hung server is what makes closing wait.
-  void spare!.shared!.get('anything')
+  nock(API).get('/repos/octocat/spare').reply(200, fixtures.repository, RESOURCE_HEADERS)
+  void spare!.app.inject({ method: 'GET', url: '/api/forge/repos?repo_name=spare' })
   const closing = Date.now()
-  await spare!.shared!.close()
-  t.ok(Date.now() - closing < 1_000, 'a replica stopping while Redis hangs does not hang with it')
+  await spare!.app.close()
+  t.ok(Date.now() - closing < 1_500, `a replica stopping while Redis hangs does not hang with it (${Date.now() - closing} ms)`)
   redis.resume()
   t.ok(await eventuallyTrue(() => sharedAvailable(one!)), 'answers are shared again')
-  t.ok(one!.logLines.some((line) => line.includes('Redis available again')))
+  t.ok(one!.logLines.some((line) => line.includes('Redis connection ready')))
 })
 
 /** Waits until the answer at `key` has reached Redis: replicas write it without waiting. */
@@ -285,7 +289,7 @@ async function reachedRedis(key: string): Promise<void> {
   if (!(await eventuallyTrue(async () => (await inspector.keys(`*answer:${key}`)).length === 1))) throw new Error(`${key} never reached Redis`)
 }
 
-async function namespaceOf(replica: Awaited<ReturnType<typeof buildAggregator>>, repo: string): Promise<string> {
+async function namespaceOf(replica: TestAggregator, repo: string): Promise<string> {
   nock(API).get(`/repos/octocat/${repo}`).reply(200, fixtures.repository, RESOURCE_HEADERS)
   await replica.app.inject({ method: 'GET', url: `/api/forge/repos?repo_name=${repo}` })
   await eventuallyTrue(async () => (await inspector.keys('*answer:*')).length > 0)
@@ -293,8 +297,9 @@ async function namespaceOf(replica: Awaited<ReturnType<typeof buildAggregator>>,
   return key!.slice(0, key!.indexOf('answer:'))
 }
 
-async function sharedAvailable(replica: Awaited<ReturnType<typeof buildAggregator>>): Promise<boolean> {
-  return replica.shared?.isAvailable ?? false
+/** Whether the replica's Redis answers, as its `/metrics` says. */
+async function sharedAvailable(replica: TestAggregator): Promise<boolean> {
+  return (await replica.metric('forge_shared_store_up')) === 1
 }
 
 async function eventuallyTrue(condition: () => Promise<boolean>): Promise<boolean> {
@@ -306,9 +311,118 @@ async function eventuallyTrue(condition: () => Promise<boolean>): Promise<boolea
 }
 
 t.test('RATE_LIMIT_PER_MINUTE counts in the shared Redis: replicas share each client’s count', async (t) => {
-  const [one, two] = await replicas(t, 2, { config: { RATE_LIMIT_PER_MINUTE: 2 } })
+  const [one, two] = await replicas(t, 2, { env: { RATE_LIMIT_PER_MINUTE: 2 } })
   const statuses = []
   for (const replica of [one!, two!, one!]) statuses.push((await replica.app.inject({ method: 'GET', url: '/api/forge/users?user_name=not%20a%20login' })).statusCode)
   t.same(statuses, [400, 400, 429], 'the third request of the minute is refused, whichever replica it reaches')
   t.equal(await inspector.get('rate-limit:forge-aggregator:127.0.0.1'), '3', 'counted under the service’s own name')
+})
+
+t.test('the production lock is set with an expiry: a replica that dies holding it stops nobody for long', async (t) => {
+  const [one] = await replicas(t, 1, { env: { FORGE_TIMEOUT_MS: 5_000 } })
+  nock(API).get('/repos/octocat/hello').delay(300).reply(200, fixtures.repository, RESOURCE_HEADERS)
+  const answer = one!.app.inject({ method: 'GET', url: HELLO })
+  t.ok(await eventuallyTrue(async () => (await inspector.keys('*lock:repo/octocat/hello')).length === 1), 'the lock is taken')
+  const [lock] = await inspector.keys('*lock:repo/octocat/hello')
+  const pttl = await inspector.pTTL(lock!)
+  t.ok(pttl > 0 && pttl <= 10_000, `PTTL ${pttl} ms: set, and no longer than twice FORGE_TIMEOUT_MS`)
+  t.equal((await answer).statusCode, 200)
+})
+
+t.test('a lock is released only by the replica holding it: a lock another replica took since stays', async (t) => {
+  const [one] = await replicas(t, 1, { env: { FORGE_TIMEOUT_MS: 5_000 } })
+  nock(API).get('/repos/octocat/hello').delay(300).reply(200, fixtures.repository, RESOURCE_HEADERS)
+  const answer = one!.app.inject({ method: 'GET', url: HELLO })
+  t.ok(await eventuallyTrue(async () => (await inspector.keys('*lock:repo/octocat/hello')).length === 1))
+  const [lock] = await inspector.keys('*lock:repo/octocat/hello')
+  // What happens when the lock expired mid-production and another replica took it.
+  await inspector.set(lock!, 'another-replica', { expiration: { type: 'PX', value: 60_000 } })
+  t.equal((await answer).statusCode, 200)
+  await reachedRedis('repo/octocat/hello')
+  t.equal(await inspector.get(lock!), 'another-replica', 'the other replica’s lock is left alone')
+})
+
+t.test('the replica holding a lock releases it when its production ends', async (t) => {
+  const [one] = await replicas(t, 1)
+  nock(API).get('/repos/octocat/hello').reply(200, fixtures.repository, RESOURCE_HEADERS)
+  t.equal((await one!.app.inject({ method: 'GET', url: HELLO })).statusCode, 200)
+  t.ok(await eventuallyTrue(async () => (await inspector.keys('*lock:*')).length === 0), 'no lock left behind')
+})
+
+t.test('a released lock is announced: a request waiting on another replica is answered within a second of the producer', async (t) => {
+  const [one, two] = await replicas(t, 2, { env: { FORGE_TIMEOUT_MS: 10_000 } })
+  const unexpected = recordUnexpectedCalls(t)
+  nock(API).get('/repos/octocat/hello').delay(500).reply(200, fixtures.repository, RESOURCE_HEADERS)
+  const produced = one!.app.inject({ method: 'GET', url: HELLO }).then((res) => ({ res, at: Date.now() }))
+  t.ok(await eventuallyTrue(async () => (await inspector.keys('*lock:repo/octocat/hello')).length === 1), 'one holds the lock')
+  const waited = two!.app.inject({ method: 'GET', url: HELLO }).then((res) => ({ res, at: Date.now() }))
+  const [producer, waiter] = await Promise.all([produced, waited])
+  t.equal(producer.res.headers['cache-status'], 'forge-aggregator; fwd=miss; stored')
+  t.equal(waiter.res.headers['cache-status'], 'forge-aggregator; fwd=miss; collapsed')
+  t.equal(waiter.res.body, producer.res.body)
+  t.ok(waiter.at - producer.at < 1_000, `answered ${waiter.at - producer.at} ms after the producer, not after FORGE_TIMEOUT_MS`)
+  t.same(unexpected, [], 'one upstream call for both')
+})
+
+t.test('the cache partition changes with FORGE_API_URL, FORGE_FOLLOWERS_LIMIT, FORGE_MAX_REPO_PAGES and the token', async (t) => {
+  const GHE = 'https://ghe.example.com/api/v3'
+  const variants: [string, TestEnv, string][] = [
+    ['FORGE_API_URL', { FORGE_API_URL: GHE }, 'https://ghe.example.com'],
+    ['FORGE_FOLLOWERS_LIMIT', { FORGE_FOLLOWERS_LIMIT: 5 }, API],
+    ['FORGE_MAX_REPO_PAGES', { FORGE_MAX_REPO_PAGES: 2 }, API],
+    ['FORGE_TOKEN', { FORGE_TOKEN: 'ghp_partitiontesttoken00000000000000000000' }, API],
+  ]
+  for (const [name, env, origin] of variants) {
+    await inspector.flushAll()
+    const clock = testClock()
+    const [base] = await replicas(t, 1, { clock })
+    const [other] = await replicas(t, 1, { clock, env })
+    nock(API).get('/repos/octocat/hello').reply(200, fixtures.repository, RESOURCE_HEADERS)
+    await base!.app.inject({ method: 'GET', url: HELLO })
+    await reachedRedis('repo/octocat/hello')
+    const path = origin === API ? '/repos/octocat/hello' : '/api/v3/repos/octocat/hello'
+    const own = nock(origin).get(path).reply(200, { ...fixtures.repository, stargazers_count: 7 }, RESOURCE_HEADERS)
+    const res = await other!.app.inject({ method: 'GET', url: HELLO })
+    t.equal(res.headers['cache-status'], 'forge-aggregator; fwd=miss; stored', `${name}: not a hit on the other deployment’s answer`)
+    t.equal(res.json<{ stars: number }>().stars, 7, `${name}: its own answer`)
+    own.done()
+  }
+})
+
+t.test('a newer answer another replica produced replaces an older one held here', async (t) => {
+  const [one, two] = await replicas(t, 2)
+  nock(API).get('/repos/octocat/hello').reply(200, { ...fixtures.repository, stargazers_count: 1 }, RESOURCE_HEADERS)
+  await one!.app.inject({ method: 'GET', url: HELLO })
+  await reachedRedis('repo/octocat/hello')
+  // Both replicas share one clock: past the TTL, the second one produces a newer answer.
+  one!.advanceClock(TTL_MS + 1)
+  nock(API).get('/repos/octocat/hello').reply(200, { ...fixtures.repository, stargazers_count: 2 }, { ...RESOURCE_HEADERS, etag: '"v2"' })
+  const newer = await two!.app.inject({ method: 'GET', url: HELLO })
+  t.equal(newer.json<{ stars: number }>().stars, 2)
+  one!.advanceClock(TTL_MS + 1)
+  nock(API).get(/.*/).reply(502, { message: 'Bad Gateway' }).persist()
+  const res = await one!.app.inject({ method: 'GET', url: HELLO })
+  t.equal(res.headers['cache-status'], 'forge-aggregator; hit; fwd=stale; fwd-status=502; detail=stale-if-error')
+  t.equal(res.body, newer.body, 'the other replica’s newer answer, not the older one held here')
+})
+
+t.test('a Redis entry that is not JSON or fails its schema is a miss, and counted', async (t) => {
+  const [one] = await replicas(t, 1)
+  const namespace = await namespaceOf(one!, 'probe')
+  await inspector.set(`${namespace}answer:repo/octocat/garbled`, 'not json', { expiration: { type: 'PX', value: 60_000 } })
+  await inspector.set(`${namespace}answer:repo/octocat/shapeless`, JSON.stringify({ body: 1 }), { expiration: { type: 'PX', value: 60_000 } })
+  for (const name of ['garbled', 'shapeless']) {
+    const scope = nock(API).get(`/repos/octocat/${name}`).reply(200, fixtures.repository, RESOURCE_HEADERS)
+    const res = await one!.app.inject({ method: 'GET', url: `/api/forge/repos?repo_name=${name}` })
+    t.equal(res.headers['cache-status'], 'forge-aggregator; fwd=miss; stored', name)
+    scope.done()
+  }
+  t.equal(await one!.metric('forge_shared_entries_rejected_total', { kind: 'answer' }), 2)
+  t.equal(await one!.metric('forge_shared_entries_rejected_total', { kind: 'held' }), 0)
+})
+
+t.test('the key namespace carries the stored format’s version', async (t) => {
+  const [one] = await replicas(t, 1)
+  const namespace = await namespaceOf(one!, 'probe')
+  t.match(namespace, /^forge:v2:[\w-]{16}:$/)
 })

@@ -6,7 +6,7 @@ import { API, RESOURCE_HEADERS, makeRepos, makeUser } from './helpers/upstream.t
 const TOKEN = 'ghp_n3v3rSh0wMe000000000000000000000000000'
 
 t.test('the token never appears in a response or a log line, whatever the upstream says', async (t) => {
-  const { app, logLines } = await buildAggregator(t, { config: { FORGE_TOKEN: TOKEN, FORGE_DEFAULT_USER: 'mona' } })
+  const { app, logLines } = await buildAggregator(t, { env: { FORGE_TOKEN: TOKEN, FORGE_DEFAULT_USER: 'mona' } })
   const echo = { message: `Bad credentials for token ${TOKEN}` }
   const scope = nock(API, { reqheaders: { authorization: `Bearer ${TOKEN}` } })
   // users: the profile fails, echoing the token; the searches fail the same way.
@@ -39,7 +39,7 @@ t.test('the token never appears in a response or a log line, whatever the upstre
 })
 
 t.test('a successful answer never carries the token either', async (t) => {
-  const { app, logLines } = await buildAggregator(t, { config: { FORGE_TOKEN: TOKEN } })
+  const { app, logLines } = await buildAggregator(t, { env: { FORGE_TOKEN: TOKEN } })
   const scope = nock(API, { reqheaders: { authorization: `Bearer ${TOKEN}` } })
   scope.get('/users/mona').reply(200, makeUser('mona', { public_repos: 1 }), RESOURCE_HEADERS)
   scope.get('/users/mona/repos').query(true).reply(200, makeRepos('mona', 1), RESOURCE_HEADERS)

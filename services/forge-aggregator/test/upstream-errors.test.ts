@@ -1,9 +1,6 @@
 import t from 'tap'
 import nock from 'nock'
-import { pino } from 'pino'
-import { buildApp } from '../src/app.ts'
-import { RateLimitBudget } from '../src/rate-limit-budget.ts'
-import { DEFAULT_CONFIG, buildAggregator } from './helpers/build.ts'
+import { buildAggregator } from './helpers/build.ts'
 import { startLocalUpstream } from './helpers/local-upstream.ts'
 import { API, makeUser } from './helpers/upstream.ts'
 
@@ -71,7 +68,7 @@ for (const { label, url, failure } of endpoints) {
     const upstream = await startLocalUpstream(t, () => {
       // Never answers.
     })
-    const { app } = await buildAggregator(t, { baseUrl: upstream.url, timeoutMs: 300 })
+    const { app } = await buildAggregator(t, { env: { FORGE_API_URL: upstream.url, FORGE_TIMEOUT_MS: 300 } })
     const started = Date.now()
     const res = await app.inject({ method: 'GET', url })
     t.equal(res.statusCode, 500)
@@ -85,7 +82,7 @@ for (const { label, url, failure } of endpoints) {
       response.write('{"login":"mona","public_repos":')
       response.socket?.destroy()
     })
-    const { app } = await buildAggregator(t, { baseUrl: upstream.url })
+    const { app } = await buildAggregator(t, { env: { FORGE_API_URL: upstream.url } })
     const res = await app.inject({ method: 'GET', url })
     t.equal(res.statusCode, 500)
     t.match(res.json(), { error: failure, details: /^Upstream request failed: / })
@@ -93,7 +90,7 @@ for (const { label, url, failure } of endpoints) {
 
   t.test(`${label}: a connection reset on every try answers 500 ${failure}`, async (t) => {
     const upstream = await startLocalUpstream(t, (request) => request.socket.destroy())
-    const { app } = await buildAggregator(t, { baseUrl: upstream.url })
+    const { app } = await buildAggregator(t, { env: { FORGE_API_URL: upstream.url } })
     const res = await app.inject({ method: 'GET', url })
     t.equal(res.statusCode, 500)
     t.match(res.json(), { error: failure, details: /^Upstream request failed: (ECONNRESET|UND_ERR_SOCKET)$/ })
@@ -101,7 +98,7 @@ for (const { label, url, failure } of endpoints) {
 
   t.test(`${label}: an unreachable upstream answers 500 ${failure}`, async (t) => {
     // Port 1 (tcpmux) is closed on any machine that runs these tests.
-    const { app } = await buildAggregator(t, { baseUrl: 'http://127.0.0.1:1' })
+    const { app } = await buildAggregator(t, { env: { FORGE_API_URL: 'http://127.0.0.1:1' } })
     const res = await app.inject({ method: 'GET', url })
     t.equal(res.statusCode, 500)
     t.same(res.json(), { error: failure, details: 'Upstream request failed: ECONNREFUSED' })
@@ -132,8 +129,8 @@ t.test('a list endpoint answering something other than a list answers 500 with d
   scope.get('/users/octocat/repos').query(true).reply(200, { message: 'not a list' })
   const users = await app.inject({ method: 'GET', url: '/api/forge/users?user_name=mona' })
   const list = await app.inject({ method: 'GET', url: '/api/forge/repos' })
-  t.same(users.json(), { error: 'Failed to fetch forge data', details: 'Upstream sent an unexpected body' })
-  t.same(list.json(), { error: 'Failed to fetch repositories', details: 'Upstream sent an unexpected body' })
+  t.match(users.json(), { error: 'Failed to fetch forge data', details: /^Upstream sent an unexpected body \(\/: Expected array\)$/ })
+  t.match(list.json(), { error: 'Failed to fetch repositories', details: /^Upstream sent an unexpected body/ })
 })
 
 t.test('a followers answer that is not a list answers 500 with details', async (t) => {
@@ -144,20 +141,40 @@ t.test('a followers answer that is not a list answers 500 with details', async (
   scope.get('/users/mona/followers').query(true).reply(200, {})
   scope.get('/search/issues').query(true).times(2).reply(200, { total_count: 0, incomplete_results: false, items: [] })
   const res = await app.inject({ method: 'GET', url: '/api/forge/users?user_name=mona' })
-  t.same(res.json(), { error: 'Failed to fetch forge data', details: 'Upstream sent an unexpected body' })
+  t.match(res.json(), { error: 'Failed to fetch forge data', details: /^Upstream sent an unexpected body/ })
+})
+
+t.test('a profile without public_repos is the upstream’s fault: 500 Failed to fetch forge data, saying what is missing', async (t) => {
+  const { app } = await buildAggregator(t)
+  const { public_repos: _dropped, ...profile } = makeUser('mona')
+  const scope = nock(API)
+  scope.get('/users/mona').reply(200, profile)
+  scope.get('/users/mona/repos').query(true).reply(200, [])
+  scope.get('/users/mona/followers').query(true).reply(200, [])
+  scope.get('/search/issues').query(true).times(2).reply(200, { total_count: 0, incomplete_results: false, items: [] })
+  const res = await app.inject({ method: 'GET', url: '/api/forge/users?user_name=mona' })
+  t.equal(res.statusCode, 500)
+  t.same(res.json(), { error: 'Failed to fetch forge data', details: "Upstream sent an unexpected body (/public_repos: Expected required property)" })
+})
+
+t.test('a repository whose counts are not numbers is the upstream’s fault: 500 Failed to fetch repository', async (t) => {
+  const { app } = await buildAggregator(t)
+  nock(API).get('/repos/octocat/odd').reply(200, { stargazers_count: 'many', forks_count: 1, private: false })
+  const res = await app.inject({ method: 'GET', url: '/api/forge/repos?repo_name=odd' })
+  t.equal(res.statusCode, 500)
+  t.match(res.json(), { error: 'Failed to fetch repository', details: /^Upstream sent an unexpected body \(\/stargazers_count: / })
 })
 
 t.test('a fault of our own answers 500 Internal server error and shows nothing of it', async (t) => {
-  const client = {
-    get: () => Promise.reject(new TypeError("Cannot read properties of undefined (reading 'secret')")),
-    budget: new RateLimitBudget({ reserve: 0, now: Date.now }),
-    close: async () => {},
-  }
-  const app = await buildApp(DEFAULT_CONFIG, { client, logger: pino({ level: 'silent' }) })
-  t.teardown(() => app.close())
+  // The clock is the one dependency a test may hand the app; one that throws is a bug of ours.
+  let broken = false
+  const clock = { now: () => (broken ? (undefined as unknown as { secret: number }).secret : Date.now()), advance: () => {} }
+  const { app } = await buildAggregator(t, { clock })
+  broken = true
   for (const url of ['/api/forge/users', '/api/forge/repos?repo_name=x', '/api/forge/repos']) {
     const res = await app.inject({ method: 'GET', url })
     t.equal(res.statusCode, 500, url)
     t.same(res.json(), { error: 'Internal server error', details: 'Unexpected error; the server log has the cause' }, url)
+    t.notMatch(res.body, 'secret')
   }
 })

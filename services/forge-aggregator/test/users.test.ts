@@ -57,7 +57,7 @@ t.test('users answers user, stats, followers and topRepos with exactly the liste
 })
 
 t.test('without user_name the configured default user is used', async (t) => {
-  const { app } = await buildAggregator(t, { config: { FORGE_DEFAULT_USER: 'hubot' } })
+  const { app } = await buildAggregator(t, { env: { FORGE_DEFAULT_USER: 'hubot' } })
   const scope = mockUser({ login: 'hubot' })
   const res = await app.inject({ method: 'GET', url: '/api/forge/users' })
   t.equal(res.statusCode, 200)
@@ -114,7 +114,7 @@ t.test('a user with 250 repositories gets totals over all 250, pages 2 and 3 ask
 })
 
 t.test('pages beyond FORGE_MAX_REPO_PAGES are not read, and totalRepos counts what was read', async (t) => {
-  const { app } = await buildAggregator(t, { config: { FORGE_MAX_REPO_PAGES: 2 } })
+  const { app } = await buildAggregator(t, { env: { FORGE_MAX_REPO_PAGES: 2 } })
   const repos = makeRepos('mona', 200)
   const scope = mockUser({ login: 'mona', publicRepos: 250, repoPages: [repos.slice(0, 100), repos.slice(100)] })
 
@@ -194,7 +194,7 @@ t.test('a repository without topics gets an empty topics list', async (t) => {
 })
 
 t.test('followers are limited by FORGE_FOLLOWERS_LIMIT in one upstream call', async (t) => {
-  const { app } = await buildAggregator(t, { config: { FORGE_FOLLOWERS_LIMIT: 5 } })
+  const { app } = await buildAggregator(t, { env: { FORGE_FOLLOWERS_LIMIT: 5 } })
   const scope = mockUser({ login: 'mona', followersLimit: 5, followers: makeFollowers(5) })
   const { followers } = (await app.inject({ method: 'GET', url: '/api/forge/users?user_name=mona' })).json<Overview>()
   t.equal(followers.length, 5)

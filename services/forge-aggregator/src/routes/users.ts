@@ -1,20 +1,17 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import type { ForgeService } from '../forge-service.ts'
-import type { ResponseCache } from '../response-cache.ts'
-import { sendCachedAnswer } from '../http-caching.ts'
-import { ErrorBody, FailureBody, NotModified, RateLimited } from './common.schema.ts'
-import { invalidRequest, orUpstreamAnswer } from './upstream-answers.ts'
-import { UserAnswer, UsersQuery } from './users.schema.ts'
+import { invalidRequest } from '../upstream-answers.ts'
+import { ErrorBody, FailureBody, NotModified, RateLimited } from '../schemas/http.ts'
+import { UserAnswer, UsersQuery } from '../schemas/users.ts'
 
 export interface ForgeRouteOptions {
-  service: ForgeService
-  cache: ResponseCache
+  /** `FORGE_DEFAULT_USER`. */
   defaultUser: string
 }
 
 const MESSAGES = { notFound: 'User not found', failure: 'Failed to fetch forge data' }
 
-export const userRoutes: FastifyPluginAsyncTypebox<ForgeRouteOptions> = async (app, { service, cache, defaultUser }) => {
+/** GET /api/forge/users: a validated login → its key and its production → `reply.sendAnswer`. */
+export const userRoutes: FastifyPluginAsyncTypebox<ForgeRouteOptions> = async (app, { defaultUser }) => {
   app.get(
     '/api/forge/users',
     {
@@ -26,17 +23,15 @@ export const userRoutes: FastifyPluginAsyncTypebox<ForgeRouteOptions> = async (a
       // The spec's words name the parameter, not the rule it broke.
       schemaErrorFormatter: () => invalidRequest('Invalid user_name'),
     },
-    async (request, reply) => {
+    (request, reply) => {
       const login = request.query.user_name ?? defaultUser
-      // Logins are case-insensitive upstream: one cache entry per user, however it is spelled.
-      const key = `users/${login.toLowerCase()}`
-      const answer = cache.fresh(key, 'users') ?? (await orUpstreamAnswer(cache.get(key, produce, { endpoint: 'users', log: request.log }), MESSAGES))
-      return sendCachedAnswer(request, reply, cache, answer)
-
-      async function produce() {
-        const { overview, missing } = await service.userOverview(login, request.log)
-        return { body: reply.serializeInput(overview, '200') as string, partial: missing }
-      }
+      return reply.sendAnswer({
+        endpoint: 'users',
+        // Logins are case-insensitive upstream: one answer per user, however it is spelled.
+        key: `users/${login.toLowerCase()}`,
+        produce: (call) => app.forge.userOverview(login, call),
+        messages: MESSAGES,
+      })
     },
   )
 }

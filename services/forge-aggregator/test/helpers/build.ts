@@ -1,39 +1,23 @@
 import type { Test } from 'tap'
-import { eventually } from '@repo/test-support'
-import { pino } from 'pino'
 import type { FastifyInstance } from 'fastify'
-import { buildApp, type AppConfig } from '../../src/app.ts'
-import { createForgeClient, type ForgeClient } from '../../src/forge-client.ts'
-import { Registry } from 'prom-client'
-import { createUpstreamMetrics } from '../../src/metrics.ts'
-import { RateLimitBudget } from '../../src/rate-limit-budget.ts'
-import { createRedisStore, namespaceFor } from '../../src/redis-store.ts'
-import type { SharedStore } from '../../src/shared-store.ts'
+import type { Dispatcher } from 'undici'
+import { loadConfig } from '@repo/config'
+import { createLogger } from '@repo/service-kit'
+import { eventually } from '@repo/test-support'
+import { buildApp } from '../../src/app.ts'
+import { ForgeAggregatorConfig } from '../../src/config.ts'
 import { API } from './upstream.ts'
 
-export const DEFAULT_CONFIG: AppConfig = {
-  FORGE_DEFAULT_USER: 'octocat',
-  FORGE_CACHE_TTL_SECONDS: 60,
-  FORGE_CACHE_MAX_MB: 64,
-  FORGE_FOLLOWERS_LIMIT: 30,
-  FORGE_MAX_REPO_PAGES: 10,
-  FORGE_TIMEOUT_MS: 2_000,
-  FORGE_STALE_SECONDS: 86_400,
-}
+/** Environment variables as a test writes them: numbers and lists are turned into their text. */
+export type TestEnv = Partial<Record<keyof ForgeAggregatorConfig, string | number | readonly string[]>>
 
 export interface BuildOptions {
-  config?: Partial<AppConfig>
-  baseUrl?: string
-  timeoutMs?: number
-  revalidationMaxBytes?: number
-  /** FORGE_BUDGET_RESERVE; 0.1 unless given. */
-  budgetReserve?: number
+  /** The service's environment, over `FORGE_API_URL` = nock's API; every other default is the schema's. */
+  env?: TestEnv
   /** The clock to share with other apps of the test; one of its own unless given. */
   clock?: TestClock
-  /** A Redis to share answers through, as REDIS_URL does; absent, everything stays in the app. */
-  redisUrl?: string
-  /** The Redis read deadline: 1 s unless given, so that a loaded test machine does not look like a hung Redis. */
-  redisDeadlineMs?: number
+  /** The undici dispatcher the upstream client builds on. */
+  dispatcher?: Dispatcher
 }
 
 /** A wall clock that only moves when the test says so, starting at the real time. */
@@ -49,54 +33,63 @@ export function testClock(): TestClock {
 
 export interface TestAggregator {
   app: FastifyInstance
-  client: ForgeClient
   /** Every log line, as written (trace level: everything the service can log). */
   logLines: string[]
+  /** Every log line, parsed. */
+  logs: () => LogLine[]
   /** Moves the clock of the cache and the budget forward. */
   advanceClock: (ms: number) => void
   /** The current time on that clock (ms). */
   now: () => number
-  /** The store shared through Redis, when `redisUrl` was given. */
-  shared: SharedStore | undefined
-  /** The app's and the client's metrics. */
-  metrics: Registry
+  /** The value of one series on `/metrics`, or undefined when it is not there. */
+  metric: (name: string, labels?: Record<string, string>) => Promise<number | undefined>
 }
 
-/** The production app and upstream client, pointed at nock (or `baseUrl`), on a clock the test controls. */
+export interface LogLine {
+  msg: string
+  reqId?: string
+  level: number
+  [field: string]: unknown
+}
+
+/**
+ * The app exactly as production builds it (`buildApp` on the real configuration schema), upstream
+ * at nock's API unless `env` says otherwise, on a clock the test controls, logging everything.
+ */
 export async function buildAggregator(t: Test, options: BuildOptions = {}): Promise<TestAggregator> {
-  const config = { ...DEFAULT_CONFIG, ...options.config }
   const logLines: string[] = []
-  const logger = pino({ level: 'trace' }, { write: (line: string) => logLines.push(line) })
   const clock = options.clock ?? testClock()
-  const metrics = new Registry()
-  const upstreamMetrics = createUpstreamMetrics(metrics)
-  const shared = options.redisUrl
-    ? createRedisStore({
-        url: options.redisUrl,
-        namespace: namespaceFor({ FORGE_API_URL: options.baseUrl ?? API, ...config }),
-        logger,
-        deadlineMs: options.redisDeadlineMs ?? 1_000,
-        probeIntervalMs: 100,
-      })
-    : undefined
-  const client = createForgeClient({
-    baseUrl: options.baseUrl ?? API,
-    token: config.FORGE_TOKEN,
-    timeoutMs: options.timeoutMs ?? 2_000,
-    userAgent: 'forge-aggregator/test',
-    revalidationMaxBytes: options.revalidationMaxBytes ?? 1024 * 1024,
-    budget: new RateLimitBudget({ reserve: options.budgetReserve ?? 0.1, now: clock.now, shared, onChange: upstreamMetrics.observeBudget }),
-    shared,
-    metrics: upstreamMetrics,
+  const env = Object.fromEntries(
+    Object.entries({ FORGE_API_URL: API, ...options.env }).map(([name, value]) => [name, Array.isArray(value) ? value.join(',') : String(value)]),
+  )
+  const config = loadConfig(ForgeAggregatorConfig, env)
+  const logger = createLogger('trace', { write: (line: string) => void logLines.push(line) })
+  const app = await buildApp(config, { logger, clock, ...(options.dispatcher ? { dispatcher: options.dispatcher } : {}) })
+  t.teardown(() => app.close())
+  const logs = () => logLines.map((line) => JSON.parse(line) as LogLine)
+  if (config.REDIS_URL) {
+    // Ready to share: Redis answers, and the replica hears other replicas' announcements.
+    const ready = await eventually(async () => logs().some((line) => line.msg === 'listening for production announcements'))
+    if (!ready) throw new Error('the shared cache never became available')
+  }
+  return {
+    app,
+    logLines,
+    logs,
+    advanceClock: clock.advance,
     now: clock.now,
-    logger,
-  })
-  const app = await buildApp(config, { client, logger, now: clock.now, shared, metrics })
-  t.teardown(async () => {
-    await app.close()
-    await client.close()
-    await shared?.close()
-  })
-  if (shared && !(await eventually(async () => shared.isAvailable))) throw new Error('the shared store never became available')
-  return { app, client, logLines, advanceClock: clock.advance, now: clock.now, shared, metrics }
+    metric: async (name, labels = {}) => metricValue((await app.inject({ url: '/metrics' })).body, name, labels),
+  }
+}
+
+/** The value of the series `name{labels…}` in a Prometheus text page (labels not named may be anything). */
+export function metricValue(page: string, name: string, labels: Record<string, string> = {}): number | undefined {
+  for (const line of page.split('\n')) {
+    const match = /^([a-zA-Z_:][\w:]*)(?:\{(.*)\})? (\S+)$/.exec(line)
+    if (!match || match[1] !== name) continue
+    const found = new Map<string, string>()
+    for (const [, key, value] of (match[2] ?? '').matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)) found.set(key!, value!)
+    if (Object.entries(labels).every(([key, value]) => found.get(key) === value)) return Number(match[3])
+  }
+  return undefined
 }

@@ -7,7 +7,7 @@ import repository from '../fixtures/repository.json' with { type: 'json' }
 import authenticatedUser from '../fixtures/authenticated-user.json' with { type: 'json' }
 import authenticatedUserRepos from '../fixtures/authenticated-user-repos.json' with { type: 'json' }
 import recordedHeaders from '../fixtures/headers.json' with { type: 'json' }
-import type { UpstreamFollower, UpstreamOwnedRepos, UpstreamUser } from '../../src/upstream-types.ts'
+import type { operations } from '@octokit/openapi-types'
 
 /** Nothing reaches the internet: only nock's interceptors and local test servers answer. */
 nock.disableNetConnect()
@@ -38,8 +38,11 @@ export const PINNED_HEADERS = {
 export const RESOURCE_HEADERS = recordedHeaders.resource
 export const SEARCH_HEADERS = recordedHeaders.search
 
-export type Repo = UpstreamOwnedRepos[number]
-export type Follower = UpstreamFollower
+/** GitHub's own types for the fixtures (the service checks only the fields it reads). */
+type Json200<Operation extends keyof operations> = operations[Operation] extends { responses: { 200: { content: { 'application/json': infer Body } } } } ? Body : never
+export type UpstreamUser = Json200<'users/get-by-username'>
+export type Repo = Json200<'repos/list-for-user'>[number]
+export type Follower = Json200<'users/list-followers-for-user'>[number]
 
 export const fixtures = { user, repository, authenticatedUser, authenticatedUserRepos, searchIssues }
 

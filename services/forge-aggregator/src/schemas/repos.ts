@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox'
-import { CachedAnswer, Nullable } from './common.schema.ts'
+import { CachedAnswer, Nullable } from './http.ts'
 
 export const ReposQuery = Type.Object({
   repo_name: Type.Optional(

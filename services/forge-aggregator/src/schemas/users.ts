@@ -1,6 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox'
 import { LOGIN_PATTERN } from '../config.ts'
-import { CachedAnswer, Nullable } from './common.schema.ts'
+import { CachedAnswer, Nullable } from './http.ts'
 
 export const UsersQuery = Type.Object({
   user_name: Type.Optional(Type.String({ pattern: LOGIN_PATTERN, description: 'defaults to FORGE_DEFAULT_USER' })),

@@ -1,6 +1,6 @@
 import { HttpError } from '@repo/http-errors'
-import { CACHE_NAME } from '../http-caching.ts'
-import { BudgetSpent, UpstreamFailure, UpstreamNotFound, UpstreamRateLimited } from '../upstream-errors.ts'
+import { CACHE_NAME } from './http-caching.ts'
+import { BudgetSpent, UpstreamFailure, UpstreamNotFound, UpstreamRateLimited } from './upstream-errors.ts'
 
 /** What an endpoint says when the upstream fails it: the spec's messages per endpoint. */
 export interface FailureMessages {
@@ -12,15 +12,6 @@ export interface FailureMessages {
 
 const RATE_LIMITED = 'API rate limit exceeded or access forbidden'
 
-/** What `call` resolves to; an upstream error becomes this endpoint's HTTP answer on the way out. */
-export async function orUpstreamAnswer<T>(call: Promise<T>, messages: FailureMessages): Promise<T> {
-  try {
-    return await call
-  } catch (error) {
-    throw answerForUpstreamError(error, messages)
-  }
-}
-
 /** An invalid request never reaches the cache, and its `Cache-Status` says so (RFC 9211 `fwd=bypass`). */
 export function invalidRequest(message: string): HttpError {
   return new HttpError(400, { error: message }, { headers: { 'cache-status': `${CACHE_NAME}; fwd=bypass` } })
@@ -31,7 +22,7 @@ const FORWARDED = { 'cache-status': `${CACHE_NAME}; fwd=miss` }
 const NOT_FORWARDED = { 'cache-status': `${CACHE_NAME}; detail=budget` }
 
 /** The HTTP answer to an upstream error; any other error is returned unchanged (a 500 of ours). */
-function answerForUpstreamError(error: unknown, messages: FailureMessages): unknown {
+export function answerForUpstreamError(error: unknown, messages: FailureMessages): unknown {
   if (error instanceof UpstreamNotFound) return new HttpError(404, { error: messages.notFound }, { headers: FORWARDED, cause: error })
   if (error instanceof UpstreamRateLimited) {
     const headers = {

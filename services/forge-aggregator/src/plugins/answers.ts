@@ -1,0 +1,98 @@
+import fp from 'fastify-plugin'
+import type { FastifyReply } from 'fastify'
+import type { ForgeAggregatorConfig } from '../config.ts'
+import type { UpstreamCall } from '../forge-client.ts'
+import type { Produced } from '../forge-service.ts'
+import { cacheStatus, matchesEtag } from '../http-caching.ts'
+import { createCacheResultCounter } from '../metrics.ts'
+import { ResponseCache, type CacheAnswer, type Endpoint } from '../response-cache.ts'
+import { answerForUpstreamError, type FailureMessages } from '../upstream-answers.ts'
+
+/** What a route asks of `reply.sendAnswer`. */
+export interface AnswerRequest {
+  endpoint: Endpoint
+  /** The answer's cache key: one per answer, however the request spelled it. */
+  key: string
+  /** Makes the answer from the upstream; called only when no fresh answer is held. */
+  produce: (call: UpstreamCall) => Promise<Produced<unknown>>
+  /** The endpoint's 404 and 500 messages. */
+  messages: FailureMessages
+}
+
+declare module 'fastify' {
+  interface FastifyReply {
+    /**
+     * Sends the answer for `key` (DESIGN §4, §7): fresh from the cache, or produced (once for
+     * every concurrent request), or stale when producing fails; serialized with the route's 200
+     * schema, with `Cache-Status`, `ETag`, `Cache-Control` (and 304 for a matching
+     * `If-None-Match`), `Age` when stale, `X-Forge-Partial` and `no-store` when partial.
+     * An upstream error becomes the endpoint's error answer.
+     */
+    sendAnswer(request: AnswerRequest): Promise<void>
+  }
+}
+
+export interface AnswersPluginOptions {
+  config: Pick<ForgeAggregatorConfig, 'FORGE_CACHE_TTL_SECONDS' | 'FORGE_STALE_SECONDS'>
+  /** Bytes of answers kept in this process (`cacheMemory`). */
+  answerBytes: number
+  now: () => number
+}
+
+/**
+ * The answers of both endpoints: the response cache (answers shared through `app.sharedCache`
+ * when there is one, `forge_cache_results_total`) and the one path a cached answer takes from
+ * route to reply, `reply.sendAnswer`.
+ */
+export const answers = fp<AnswersPluginOptions>(
+  async (app, { config, answerBytes, now }) => {
+    const cache = new ResponseCache({
+      ttlSeconds: config.FORGE_CACHE_TTL_SECONDS,
+      staleSeconds: config.FORGE_STALE_SECONDS,
+      maxBytes: answerBytes,
+      now,
+      store: app.sharedCache?.store,
+      lock: app.sharedCache?.lock,
+      onResult: createCacheResultCounter(app.metrics),
+    })
+
+    app.decorateReply('sendAnswer', async function sendAnswer(this: FastifyReply, { endpoint, key, produce, messages }: AnswerRequest): Promise<void> {
+      const log = this.request.log
+      let answer: CacheAnswer
+      try {
+        answer = await cache.get(
+          key,
+          async (revalidates) => {
+            const produced = await produce({ log, revalidates })
+            // Serialized once, with the route's own schema, whatever the number of requests it answers.
+            return { ...produced, body: this.serializeInput(produced.answer as Record<string, unknown>, '200') as string }
+          },
+          { endpoint, log },
+        )
+      } catch (error) {
+        throw answerForUpstreamError(error, messages)
+      }
+      send(this, answer)
+    })
+
+    function send(reply: FastifyReply, answer: CacheAnswer): FastifyReply {
+      const { response } = answer
+      reply.header('cache-status', cacheStatus(answer, cache.secondsLeft(response)))
+      if (response.partial.length > 0) {
+        return reply
+          .headers({ 'cache-control': 'no-store', 'x-forge-partial': response.partial.join(', ') })
+          .type('application/json; charset=utf-8')
+          .send(response.body)
+      }
+      const scope = response.isPrivate ? 'private' : 'public'
+      if (answer.result === 'stale') {
+        reply.headers({ etag: response.etag, 'cache-control': `${scope}, max-age=0`, age: String(cache.ageOf(response)) })
+      } else {
+        reply.headers({ etag: response.etag, 'cache-control': `${scope}, max-age=${cache.secondsLeft(response)}` })
+      }
+      if (matchesEtag(reply.request.headers['if-none-match'], response.etag)) return reply.code(304).send()
+      return reply.type('application/json; charset=utf-8').send(response.body)
+    }
+  },
+  { name: 'answers', fastify: '5.x', dependencies: ['shared-store'] },
+)

@@ -1,0 +1,65 @@
+import fp from 'fastify-plugin'
+import type { Dispatcher } from 'undici'
+import type { ForgeAggregatorConfig } from '../config.ts'
+import { createForgeClient } from '../forge-client.ts'
+import { createForgeService, type ForgeService } from '../forge-service.ts'
+import { createUpstreamMetrics } from '../metrics.ts'
+import { RateLimitBudget } from '../rate-limit-budget.ts'
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** What each endpoint asks the upstream for. */
+    forge: ForgeService
+  }
+}
+
+export interface UpstreamPluginOptions {
+  config: Pick<
+    ForgeAggregatorConfig,
+    'FORGE_API_URL' | 'FORGE_TOKEN' | 'FORGE_TIMEOUT_MS' | 'FORGE_FOLLOWERS_LIMIT' | 'FORGE_MAX_REPO_PAGES' | 'FORGE_BUDGET_RESERVE'
+  >
+  /** Bytes of upstream bodies held for revalidation (`cacheMemory`). */
+  heldBodyBytes: number
+  /** The wall clock in ms: rate-limit resets are epoch seconds. */
+  now: () => number
+  /** The dispatcher the client builds on; a keep-alive Agent when absent. */
+  dispatcher?: Dispatcher | undefined
+}
+
+/**
+ * The upstream: its metrics, the rate-limit budget (shared through `app.sharedCache` when there
+ * is one), the one client that calls it and the service that knows what to ask. Decorates
+ * `app.forge`; closes the client's connections with the app.
+ */
+export const upstream = fp<UpstreamPluginOptions>(
+  async (app, { config, heldBodyBytes, now, dispatcher }) => {
+    const metrics = createUpstreamMetrics(app.metrics)
+    const store = app.sharedCache?.store
+    const budget = new RateLimitBudget({ reserve: config.FORGE_BUDGET_RESERVE, now, store, onChange: metrics.observeBudget })
+    const client = createForgeClient({
+      baseUrl: config.FORGE_API_URL,
+      token: config.FORGE_TOKEN,
+      timeoutMs: config.FORGE_TIMEOUT_MS,
+      userAgent: 'forge-aggregator/1.0',
+      revalidationMaxBytes: heldBodyBytes,
+      budget,
+      store,
+      metrics,
+      now,
+      logger: app.log,
+      ...(dispatcher ? { dispatcher } : {}),
+    })
+    app.decorate(
+      'forge',
+      createForgeService({
+        client,
+        followersLimit: config.FORGE_FOLLOWERS_LIMIT,
+        maxRepoPages: config.FORGE_MAX_REPO_PAGES,
+        hasToken: config.FORGE_TOKEN !== undefined,
+      }),
+    )
+    app.addHook('onClose', () => client.close())
+    app.log.info({ upstream: config.FORGE_API_URL, authenticated: config.FORGE_TOKEN !== undefined, budgetReserve: config.FORGE_BUDGET_RESERVE }, 'forge upstream')
+  },
+  { name: 'upstream', fastify: '5.x', dependencies: ['shared-store'] },
+)

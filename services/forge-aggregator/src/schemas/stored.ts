@@ -1,0 +1,80 @@
+import { Type, type Static, type TSchema } from '@sinclair/typebox'
+import { TypeCompiler } from '@sinclair/typebox/compiler'
+
+/**
+ * What this service writes to Redis and reads back: another version of the service, a bug or an
+ * operator may have left anything there, so every value read is checked against its schema and
+ * a value that fails is a miss. Any change here must change `STORE_FORMAT_VERSION`, so that two
+ * versions running side by side during a rollout never read each other's entries.
+ */
+export const STORE_FORMAT_VERSION = 'v2'
+
+/** A produced answer, serialized once, as it is sent and kept. */
+export const CachedAnswer = Type.Object({
+  /** The JSON body, serialized with the route's schema. */
+  body: Type.String(),
+  /** A strong validator of `body`. */
+  etag: Type.String({ pattern: '^"[^"]+"$' }),
+  /** Statistics the answer could not fill. */
+  partial: Type.Array(Type.String()),
+  /** Whether the answer shows a private repository: no shared cache downstream may keep it. */
+  isPrivate: Type.Boolean(),
+  /** When it was produced, on the wall clock (ms): replicas compare it. */
+  producedAt: Type.Number(),
+  /** When it stops being fresh. */
+  freshUntil: Type.Number(),
+  /** When it may no longer be served even stale. */
+  keepUntil: Type.Number(),
+})
+
+/**
+ * The last body of an upstream URL and its ETag. The text is kept, not the parsed object: it
+ * occupies what its length says, so the bound on held bytes is a real one.
+ */
+export const HeldBody = Type.Object({ etag: Type.String({ minLength: 1 }), text: Type.String() })
+
+/** What the upstream last said about one rate-limit resource, on the wall clock (ms). */
+export const BudgetState = Type.Object({
+  limit: Type.Integer({ minimum: 0 }),
+  remaining: Type.Integer({ minimum: 0 }),
+  /** When the upstream refills the resource (`X-RateLimit-Reset`). */
+  resetAt: Type.Number({ minimum: 0 }),
+  /** No call before this: a rate-limit answer said to wait (`Retry-After`, or the reset). */
+  blockedUntil: Type.Number({ minimum: 0 }),
+})
+
+export type CachedAnswer = Static<typeof CachedAnswer>
+export type HeldBody = Static<typeof HeldBody>
+export type BudgetState = Static<typeof BudgetState>
+
+/** The kinds of stored entries, as `forge_shared_entries_rejected_total{kind}` names them. */
+export type StoredKind = 'answer' | 'held' | 'budget'
+
+/** One kind of stored entry: its checks, compiled once. */
+export interface StoredEntry<T> {
+  kind: StoredKind
+  /** The value when `text` is JSON that passes the schema; undefined otherwise. */
+  parse(text: string): T | undefined
+}
+
+function storedEntry<Schema extends TSchema>(kind: StoredKind, schema: Schema): StoredEntry<Static<Schema>> {
+  const check = TypeCompiler.Compile(schema)
+  return {
+    kind,
+    parse(text) {
+      let value: unknown
+      try {
+        value = JSON.parse(text)
+      } catch {
+        return undefined
+      }
+      return check.Check(value) ? value : undefined
+    },
+  }
+}
+
+export const storedEntries = {
+  answer: storedEntry('answer', CachedAnswer),
+  held: storedEntry('held', HeldBody),
+  budget: storedEntry('budget', BudgetState),
+}

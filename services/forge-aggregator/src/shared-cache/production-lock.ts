@@ -1,0 +1,118 @@
+import { randomUUID } from 'node:crypto'
+import { EventEmitter, once } from 'node:events'
+import type { FastifyBaseLogger } from 'fastify'
+import type { RedisClient, RedisConnection } from '@repo/service-kit'
+
+/**
+ * A claim on producing one answer across replicas (DESIGN §7): `mine` when this replica took the
+ * lock (release it when done), `theirs` when another replica holds it (`released` settles when
+ * it announces the end, when Redis can no longer tell, or after the wait), `unknown` when Redis
+ * cannot say (then produce alone).
+ */
+export type ProductionClaim = { kind: 'mine'; release(): void } | { kind: 'theirs'; released: Promise<void> } | { kind: 'unknown' }
+
+/** Concurrent cold requests on different replicas share one production. */
+export interface ProductionLock {
+  /** Claims the production of `key`. */
+  claim(key: string): Promise<ProductionClaim>
+  /** Stops listening for announcements and lets every waiter go. */
+  close(): void
+}
+
+export interface ProductionLockOptions {
+  connection: RedisConnection
+  /** The deployment's key prefix (`namespaceFor`): locks and announcements stay within it. */
+  namespace: string
+  /**
+   * How long a replica waits on another's production (`FORGE_TIMEOUT_MS`). The lock expires
+   * after twice that, so a replica that died holding it stops nobody for long.
+   */
+  waitMs: number
+  /** How often a waiter asks Redis whether it still answers: a hung Redis sends no error. */
+  probeIntervalMs: number
+  logger: FastifyBaseLogger
+}
+
+// Deletes the lock only if it is still ours (it may have expired and been taken by another
+// replica), and announces the end of the production in the same step.
+const RELEASE = `if redis.call('get', KEYS[1]) == ARGV[1] then redis.call('del', KEYS[1]) end
+return redis.call('publish', KEYS[2], ARGV[2])`
+
+/**
+ * A `ProductionLock` in Redis: `SET NX PX` with a random token, released by a script that deletes
+ * only its own token, and announced on one pub/sub channel per deployment, so that waiters on
+ * other replicas wake at once instead of polling.
+ */
+export function createProductionLock(options: ProductionLockOptions): ProductionLock {
+  const { connection, namespace, waitMs, probeIntervalMs, logger } = options
+  const channel = `${namespace}released`
+  // One event per key whose production ended; one listener per waiting key of this process.
+  const releases = new EventEmitter().setMaxListeners(0)
+  const subscriber: RedisClient = connection.duplicate()
+  let subscribed = false
+
+  /** Lets every waiter go and look for itself: Redis may not tell it anything anymore. */
+  function wakeEveryone(): void {
+    for (const key of releases.eventNames().filter((name) => name !== 'error')) releases.emit(key)
+  }
+
+  subscriber.on('error', wakeEveryone)
+  subscriber
+    .connect()
+    .then(() => subscriber.subscribe(channel, (key) => releases.emit(key)))
+    .then(() => {
+      subscribed = true
+      logger.info({ channel }, 'listening for production announcements')
+    })
+    .catch(() => {})
+
+  const isAvailable = () => connection.isAvailable && subscribed && subscriber.isReady
+
+  /** Resolves when `key`'s production is announced over, Redis stops answering, or after `waitMs`. */
+  function waitForRelease(key: string): { released: Promise<void>; cancel(): void } {
+    const cancelled = new AbortController()
+    const signal = AbortSignal.any([cancelled.signal, AbortSignal.timeout(waitMs)])
+    const watchdog = setInterval(() => {
+      connection.run('PING', (client) => client.ping()).catch(() => releases.emit(key))
+    }, probeIntervalMs).unref()
+    const released = once(releases, key, { signal })
+      .then(
+        () => {},
+        () => {},
+      )
+      .finally(() => clearInterval(watchdog))
+    return { released, cancel: () => cancelled.abort() }
+  }
+
+  return {
+    async claim(key) {
+      // Without the channel, waiting on another replica would be waiting blind: produce alone.
+      if (!isAvailable()) return { kind: 'unknown' }
+      // Listen before asking for the lock, so that an end announced in between is not missed.
+      const waiter = waitForRelease(key)
+      const token = randomUUID()
+      let taken: string | null
+      try {
+        taken = await connection.run('SET', (client) =>
+          client.set(`${namespace}lock:${key}`, token, { condition: 'NX', expiration: { type: 'PX', value: 2 * waitMs } }),
+        )
+      } catch {
+        waiter.cancel()
+        return { kind: 'unknown' }
+      }
+      if (taken === null) return { kind: 'theirs', released: waiter.released }
+      waiter.cancel()
+      return {
+        kind: 'mine',
+        release() {
+          connection
+            .run('EVAL', (client) => client.eval(RELEASE, { keys: [`${namespace}lock:${key}`, channel], arguments: [token, key] }))
+            .catch(() => {})
+        },
+      }
+    },
+    close() {
+      wakeEveryone()
+    },
+  }
+}

@@ -1,0 +1,71 @@
+import { createHash } from 'node:crypto'
+import { Counter, type Registry } from 'prom-client'
+import type { RedisConnection } from '@repo/service-kit'
+import type { ForgeAggregatorConfig } from '../config.ts'
+import { STORE_FORMAT_VERSION, type StoredEntry, type StoredKind } from '../schemas/stored.ts'
+
+/**
+ * What replicas share in Redis (DESIGN §7): answers, held upstream bodies and the rate-limit
+ * budget, each under the deployment's namespace and with an expiry. Best effort: a Redis that
+ * cannot answer reads as empty and writes nothing, and the caller carries on with what its own
+ * process knows. Every value read is checked against its schema: one that fails is a miss, and
+ * counted.
+ */
+export interface SharedStore {
+  /** The value at `key` when it passes `entry`'s schema; undefined when absent, rejected, or Redis cannot say. */
+  get<T>(entry: StoredEntry<T>, key: string): Promise<T | undefined>
+  /** Writes `value` at `key` for `ttlMs`; resolves once written, or once Redis cannot say. */
+  set(key: string, value: string, ttlMs: number): Promise<void>
+  /** Removes `key`; does not wait for Redis. */
+  delete(key: string): void
+}
+
+/**
+ * The key prefix of one deployment: the stored format's version, then a hash of what decides
+ * its answers (the API URL, the token, the settings that shape an answer), so that deployments
+ * sharing one Redis never see each other's answers, and versions of the service storing
+ * different shapes never read each other's entries. The token goes into the hash only.
+ */
+export function namespaceFor(
+  config: Pick<ForgeAggregatorConfig, 'FORGE_API_URL' | 'FORGE_TOKEN' | 'FORGE_FOLLOWERS_LIMIT' | 'FORGE_MAX_REPO_PAGES'>,
+): string {
+  const settings = [config.FORGE_API_URL, config.FORGE_TOKEN ?? null, config.FORGE_FOLLOWERS_LIMIT, config.FORGE_MAX_REPO_PAGES]
+  return `forge:${STORE_FORMAT_VERSION}:${createHash('sha256').update(JSON.stringify(settings)).digest('base64url').slice(0, 16)}:`
+}
+
+/** A `SharedStore` on `connection`, its keys under `namespace`; rejected entries counted in `registry`. */
+export function createSharedStore(connection: RedisConnection, namespace: string, registry: Registry): SharedStore {
+  const rejected = new Counter({
+    name: 'forge_shared_entries_rejected_total',
+    help: 'Entries read from Redis that were not JSON or failed their schema, read as misses',
+    labelNames: ['kind'] as const,
+    registers: [registry],
+  })
+  const kinds: readonly StoredKind[] = ['answer', 'held', 'budget']
+  for (const kind of kinds) rejected.inc({ kind }, 0)
+
+  /** `command`'s value, or `fallback` when Redis cannot give it (the connection logs and sets Redis aside). */
+  async function attempt<T, F>(name: string, command: Parameters<RedisConnection['run']>[1], fallback: F): Promise<T | F> {
+    try {
+      return (await connection.run(name, command)) as T
+    } catch {
+      return fallback
+    }
+  }
+
+  return {
+    async get(entry, key) {
+      const text = await attempt<string | null, undefined>('GET', (client) => client.get(namespace + key), undefined)
+      if (text === undefined || text === null) return undefined
+      const value = entry.parse(text)
+      if (value === undefined) rejected.inc({ kind: entry.kind })
+      return value
+    },
+    async set(key, value, ttlMs) {
+      await attempt('SET', (client) => client.set(namespace + key, value, { expiration: { type: 'PX', value: Math.max(1, Math.ceil(ttlMs)) } }), undefined)
+    },
+    delete(key) {
+      void attempt('DEL', (client) => client.del(namespace + key), undefined)
+    },
+  }
+}
