@@ -44,7 +44,7 @@ t.test('the list is kept in the database REDIS_DB names', async (t) => {
 })
 
 t.test('REDIS_PASSWORD authenticates; without it a protected Redis is unavailable', async (t) => {
-  const protectedRedis = await startPrivateRedis(['--requirepass', 's3cret'])
+  const protectedRedis = await startPrivateRedis({ args: ['--requirepass', 's3cret'] })
   const withPassword = createRedisItemStore({
     host: '127.0.0.1',
     port: protectedRedis.port,
@@ -66,7 +66,7 @@ t.test('REDIS_PASSWORD authenticates; without it a protected Redis is unavailabl
 })
 
 t.test('REDIS_URL replaces host, port, password and database, and its password is never logged', async (t) => {
-  const protectedRedis = await startPrivateRedis(['--requirepass', 's3cret'])
+  const protectedRedis = await startPrivateRedis({ args: ['--requirepass', 's3cret'] })
   const lines: string[] = []
   const logger = pino({ level: 'info' }, { write: (line: string) => lines.push(line) })
   const store = createRedisItemStore({
