@@ -181,9 +181,12 @@ export function podProblems(objects: readonly KubernetesObject[]): string[] {
       if (context.procMount !== undefined && context.procMount !== 'Default') inContainer('unmasks /proc')
       if (container.ports?.some((port) => port.hostPort !== undefined)) inContainer('uses a host port')
       if (context.readOnlyRootFilesystem !== true) inContainer('has a writable root filesystem')
+      // Without requests the scheduler places the pod blind and evicts it first under pressure;
+      // without limits one pod can take its node's CPU or memory from every other.
       for (const kind of ['requests', 'limits'] as const) {
-        const set = container.resources?.[kind] ?? {}
-        if (!set.cpu || !set.memory) inContainer(`has no cpu and memory ${kind}`)
+        for (const resource of ['cpu', 'memory'] as const) {
+          if (!container.resources?.[kind]?.[resource]) inContainer(`has no resources.${kind}.${resource}`)
+        }
       }
       // Init containers run to completion before the others start: Kubernetes refuses probes on them.
       for (const probe of ['startupProbe', 'livenessProbe', 'readinessProbe'] as const) {

@@ -182,8 +182,6 @@ t.test('pods: what the restricted Pod Security Standard and this project forbid 
     [(c) => (c.securityContext = { ...c.securityContext, procMount: 'Default' }), []],
     [(c) => (c.ports = [{ containerPort: 6379, hostPort: 6379 }]), inRedis('uses a host port')],
     [(c) => (c.securityContext = { ...c.securityContext, readOnlyRootFilesystem: false }), inRedis('has a writable root filesystem')],
-    [(c) => delete c.resources?.limits, inRedis('has no cpu and memory limits')],
-    [(c) => delete c.resources, [...inRedis('has no cpu and memory requests'), ...inRedis('has no cpu and memory limits')]],
     [(c) => delete c.readinessProbe, inRedis('has no readinessProbe')],
   ]
   for (const [edit, expected] of edits) {
@@ -193,6 +191,24 @@ t.test('pods: what the restricted Pod Security Standard and this project forbid 
     newProblems(podProblems, (objects) => delete podOf(objects, 'redis').securityContext?.seccompProfile),
     inRedis('has no RuntimeDefault seccomp profile'),
     'the pod-level seccomp profile counts',
+  )
+})
+
+t.test('pods: a container without requests or limits for cpu or memory is refused, each one missing named', async (t) => {
+  const inRedis = (...messages: string[]) => messages.map((message) => `StatefulSet/redis: container redis has no resources.${message}`)
+  for (const kind of ['requests', 'limits'] as const) {
+    for (const resource of ['cpu', 'memory'] as const) {
+      t.same(
+        newProblems(podProblems, (objects) => delete containerOf(objects, 'redis').resources?.[kind]?.[resource]),
+        inRedis(`${kind}.${resource}`),
+        `${kind}.${resource} alone missing`,
+      )
+    }
+  }
+  t.same(newProblems(podProblems, (objects) => delete containerOf(objects, 'redis').resources?.limits), inRedis('limits.cpu', 'limits.memory'))
+  t.same(
+    newProblems(podProblems, (objects) => delete containerOf(objects, 'redis').resources),
+    inRedis('requests.cpu', 'requests.memory', 'limits.cpu', 'limits.memory'),
   )
 })
 

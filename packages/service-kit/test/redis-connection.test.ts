@@ -136,7 +136,7 @@ t.test('several commands missing their deadline together set Redis aside once, a
 })
 
 t.test('a password, a database and scripts are used as given', async (t) => {
-  const redis = await startPrivateRedis(['--requirepass', 'pa55'])
+  const redis = await startPrivateRedis({ args: ['--requirepass', 'pa55'] })
   t.teardown(() => redis.dispose())
   const connection = createRedisConnection({
     target: { host: '127.0.0.1', port: redis.port, password: 'pa55', database: 3 },

@@ -1,5 +1,5 @@
-export { LISTENING, eventually, isListening, nodePath, runProcess, runServiceSource, waitForStatus, type RunningProcess } from './process.ts'
+export { LISTENING, eventually, findFreePort, isListening, nodePath, runProcess, runServiceSource, waitForStatus, type RunningProcess } from './process.ts'
 export { testProductionBundle, type BundleCheck } from './production-bundle.ts'
 export { renderSwaggerUi, whyNoBrowser, CHROMIUM_PATH, type RenderedDocs } from './browser.ts'
-export { createPrivateRedis, startPrivateRedis, type PrivateRedis } from './redis-server.ts'
+export { createPrivateRedis, startPrivateRedis, type PrivateRedis, type PrivateRedisOptions } from './redis-server.ts'
 export { rootStartEnv } from './turbo.ts'

@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process'
 import { once } from 'node:events'
-import { connect } from 'node:net'
+import { connect, createServer } from 'node:net'
 import { delimiter, dirname } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 
@@ -23,11 +23,22 @@ export const LISTENING = /Server listening at http:\/\/127\.0\.0\.1:(\d+)/
  * packages from their sources, with only `env` and PATH. Started from this process, so that the
  * test runner follows it (its coverage counts).
  */
-export function runServiceSource(root: string, env: Record<string, string>, entry = 'src/server.ts'): RunningProcess {
+export function runServiceSource(
+  root: string,
+  env: Record<string, string>,
+  entry = 'src/server.ts',
+  options: {
+    /**
+     * Its stdout goes to /dev/null, read by nobody, as a container's log pipe is read by another
+     * process: a benchmark's load generator would otherwise spend its own CPU reading every access line.
+     */
+    discardStdout?: boolean
+  } = {},
+): RunningProcess {
   const child = spawn(process.execPath, ['--conditions=@repo/source', entry], {
     cwd: root,
     env: { PATH: process.env.PATH ?? '', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
+    stdio: ['ignore', options.discardStdout ? 'ignore' : 'pipe', 'pipe'],
   })
   return watch(child)
 }
@@ -105,6 +116,16 @@ export function isListening(port: number): Promise<boolean> {
     })
     socket.once('error', () => resolve(false))
   })
+}
+
+/** A TCP port on 127.0.0.1 that nothing listened on a moment ago. */
+export async function findFreePort(): Promise<number> {
+  const server = createServer().listen(0, '127.0.0.1')
+  await once(server, 'listening')
+  const address = server.address()
+  server.close()
+  if (address === null || typeof address === 'string') throw new Error('no TCP port')
+  return address.port
 }
 
 /** Polls every `intervalMs` until `condition` holds; false if it never did within `attempts`. */

@@ -3,7 +3,10 @@ import { cp, mkdir, mkdtemp, readdir, readFile, realpath, rm } from 'node:fs/pro
 import { tmpdir } from 'node:os'
 import { join, relative, sep } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import dockerignoreModule from '@balena/dockerignore'
+import { DockerfileParser, type ImageTemplate } from 'dockerfile-ast'
 import type { Test } from 'tap'
+import { parse as parseYaml } from 'yaml'
 import { LISTENING, nodePath, runProcess } from './process.ts'
 
 /**
@@ -16,22 +19,16 @@ import { LISTENING, nodePath, runProcess } from './process.ts'
 
 const REPO_ROOT = fileURLToPath(new URL('../../..', import.meta.url))
 
+// Its types declare an ES default export, but the package is CommonJS (`module.exports = factory`):
+// Node's default import is the factory itself, which TypeScript types as `.default`.
+const dockerignore = dockerignoreModule as unknown as typeof dockerignoreModule.default
+
 /**
  * Fetching the lockfile's packages into an empty store, then installing, building and deploying,
  * takes about 40 s on an idle machine and several times that while every package's tests run
  * beside it; a test file using this allows 480 s in all.
  */
 const BUILD_DEADLINE_MS = 420_000
-
-interface Instruction {
-  keyword: string
-  args: string
-}
-
-interface Stage {
-  from: string
-  instructions: Instruction[]
-}
 
 interface ProductionBundle {
   /** The bundle: what the final stage copies to its WORKDIR. */
@@ -43,7 +40,7 @@ interface ProductionBundle {
   /** The pnpm store the build filled; it was empty before. */
   store: string
   /** The image's last stage, as the Dockerfile writes it. */
-  image: Stage
+  image: ImageTemplate
   /** Removes the copied context and the bundle. */
   dispose(): Promise<void>
 }
@@ -75,11 +72,15 @@ export async function testProductionBundle(t: Test, check: BundleCheck): Promise
   const bundle = await buildProductionBundle(service)
   t.teardown(() => bundle.dispose())
   const { image } = bundle
-  const [command = '', ...args] = execForm(argsOf(image, 'CMD')[0] ?? 'null')
+  const [command = '', ...args] = execForm(image.getCMDs()[0]?.getArgumentsContent() ?? 'null')
 
   t.test('the image runs `node dist/server.js` in exec form as the non-root node user, in production', async (t) => {
-    t.match(image.from, /^node:24(\.\d+){0,2}-slim$/, 'on the official Node 24 slim image')
-    t.same(argsOf(image, 'COPY'), [`--from=build ${bundle.command.at(-1)} ./`], 'it holds the bundle and nothing else')
+    t.match(image.getFROMs()[0]?.getImage(), /^node:24(\.\d+){0,2}-slim$/, 'on the official Node 24 slim image')
+    t.same(
+      image.getCOPYs().map((copy) => [...copy.getFlags().map(String), ...copy.getArguments().map((argument) => argument.getValue())]),
+      [['--from=build', bundle.command.at(-1), './']],
+      'it holds the bundle and nothing else',
+    )
     t.same(argsOf(image, 'USER'), ['node'])
     t.same(envOf(image), { NODE_ENV: 'production' })
     t.same(argsOf(image, 'EXPOSE'), [String(check.defaultPort)], 'the port it listens on by default')
@@ -144,31 +145,18 @@ export async function testProductionBundle(t: Test, check: BundleCheck): Promise
   })
 }
 
-/** The service's Dockerfile, stage by stage. */
-async function readDockerfile(service: string): Promise<Stage[]> {
-  const text = await readFile(join(REPO_ROOT, 'services', service, 'Dockerfile'), 'utf8')
-  const stages: Stage[] = []
-  // Docker drops comment lines, also inside a continued instruction, before joining continuations.
-  const logical = text
-    .split('\n')
-    .filter((line) => !line.trimStart().startsWith('#'))
-    .join('\n')
-    .replace(/\\\n/g, ' ')
-  for (const line of logical.split('\n')) {
-    const match = /^\s*(\w+)\s+(.*?)\s*$/.exec(line)
-    if (!match) continue
-    const keyword = match[1]!.toUpperCase()
-    const args = match[2]!
-    if (keyword === 'FROM') stages.push({ from: args, instructions: [] })
-    else if (stages.length === 0) throw new Error(`${keyword} before the first FROM`)
-    else stages.at(-1)!.instructions.push({ keyword, args })
-  }
-  return stages
+/** The service's Dockerfile, stage by stage (continuations joined, comments dropped, as Docker reads it). */
+async function readDockerfile(service: string): Promise<ImageTemplate[]> {
+  const dockerfile = DockerfileParser.parse(await readFile(join(REPO_ROOT, 'services', service, 'Dockerfile'), 'utf8'))
+  return dockerfile.getFROMs().map((from) => dockerfile.getContainingImage(from.getRange().start)!)
 }
 
-/** The arguments of every `keyword` instruction of `stage`. */
-function argsOf(stage: Stage, keyword: string): string[] {
-  return stage.instructions.filter((instruction) => instruction.keyword === keyword).map((instruction) => instruction.args)
+/** The arguments of every `keyword` instruction of `stage`, as written (flags left out). */
+function argsOf(stage: ImageTemplate, keyword: string): string[] {
+  return stage
+    .getInstructions()
+    .filter((instruction) => instruction.getKeyword() === keyword)
+    .map((instruction) => instruction.getArgumentsContent() ?? '')
 }
 
 /** An exec-form (JSON array) command; a shell-form one would not get signals as PID 1. */
@@ -180,25 +168,20 @@ function execForm(args: string): string[] {
   return parsed
 }
 
-/** The variables `ENV` sets in `stage` (`KEY=value` pairs, unquoted). */
-function envOf(stage: Stage): Record<string, string> {
-  const env: Record<string, string> = {}
-  for (const args of argsOf(stage, 'ENV')) {
-    for (const pair of args.split(/\s+/)) {
-      const [key, ...value] = pair.split('=')
-      if (!key || value.length === 0 || /["']/.test(pair)) throw new Error(`unsupported ENV: ${args}`)
-      env[key] = value.join('=')
-    }
-  }
-  return env
+/** The variables `ENV` sets in `stage`, quotes and escapes resolved. */
+function envOf(stage: ImageTemplate): Record<string, string> {
+  const properties = stage.getENVs().flatMap((env) => env.getProperties())
+  return Object.fromEntries(properties.map((property) => [property.getName(), property.getUnescapedValue() ?? '']))
 }
 
 /** The HEALTHCHECK's command, in exec form. */
-function healthcheckOf(stage: Stage): string[] {
-  const [healthcheck] = argsOf(stage, 'HEALTHCHECK')
-  const command = healthcheck && /\bCMD\s+(\[.*\])$/.exec(healthcheck)
-  if (!command) throw new Error(`no exec-form HEALTHCHECK CMD: ${healthcheck}`)
-  return execForm(command[1]!)
+function healthcheckOf(stage: ImageTemplate): string[] {
+  const [healthcheck] = stage.getHEALTHCHECKs()
+  const subcommand = healthcheck?.getSubcommand()
+  const args = healthcheck?.getArgumentsContent() ?? ''
+  // The arguments begin with the subcommand; what follows CMD is the command.
+  if (subcommand?.getValue() !== 'CMD') throw new Error(`no HEALTHCHECK CMD: ${args}`)
+  return execForm(args.slice(subcommand.getValue().length))
 }
 
 /**
@@ -214,9 +197,11 @@ async function buildProductionBundle(service: string): Promise<ProductionBundle>
   const image = stages.at(-1)
   if (!build || !image || build === image) throw new Error(`the ${service} Dockerfile is not multi-stage`)
   // Corepack installs the pnpm the image builds with; the test runs the one that runs it.
-  const steps = argsOf(build, 'RUN')
-    .filter((args) => !args.startsWith('corepack '))
-    .map((args) => args.split(/\s+/))
+  const steps = build
+    .getInstructions()
+    .filter((instruction) => instruction.getKeyword() === 'RUN')
+    .map((run) => run.getArguments().map((argument) => argument.getValue()))
+    .filter(([command]) => command !== 'corepack')
   const bundleSteps = steps.filter((step) => step.includes('scripts/bundle-service.sh'))
   if (bundleSteps.length !== 1) throw new Error(`the ${service} build stage must RUN scripts/bundle-service.sh once`)
   const command = bundleSteps[0]!
@@ -263,40 +248,23 @@ async function runStep(step: string[], cwd: string, env: Record<string, string>,
   }
 }
 
-/** The repository without what `.dockerignore` excludes (a pattern also excludes what a matched directory holds). */
+/**
+ * The repository without what `.dockerignore` excludes, matched as Docker matches it (a pattern
+ * also excludes what a matched directory holds). A directory it excludes is not walked, so an
+ * exception (`!`) for something inside one would be lost: such a file is refused rather than
+ * copied differently from Docker.
+ */
 async function copyBuildContext(destination: string): Promise<void> {
-  const ignored = await readDockerignore()
+  const text = await readFile(join(REPO_ROOT, '.dockerignore'), 'utf8')
+  if (/^\s*!/m.test(text)) throw new Error('.dockerignore: exceptions (!) are not supported by this copy')
+  const ignored = dockerignore().add(text)
   await cp(REPO_ROOT, destination, {
     recursive: true,
     verbatimSymlinks: true,
     filter: (source) => {
       const path = relative(REPO_ROOT, source).split(sep).join('/')
-      return path === '' || !ignored.some((pattern) => pattern.test(path))
+      return path === '' || !ignored.ignores(path)
     },
-  })
-}
-
-/** `.dockerignore` as Docker reads it, for the syntax this repository uses: `**`, `*`, `?`, no `!`. */
-async function readDockerignore(): Promise<RegExp[]> {
-  const text = await readFile(join(REPO_ROOT, '.dockerignore'), 'utf8')
-  const patterns = text
-    .split('\n')
-    .map((line) => line.trim())
-    .filter((line) => line !== '' && !line.startsWith('#'))
-  return patterns.map((pattern) => {
-    if (/[![\\]/.test(pattern)) throw new Error(`.dockerignore: "${pattern}" uses syntax this copy does not implement`)
-    const source = pattern
-      .replace(/^\/+|\/+$/g, '')
-      .split(/(\*\*\/|\*\*|\*|\?)/)
-      .map((part) => {
-        if (part === '**/') return '(?:.*/)?'
-        if (part === '**') return '.*'
-        if (part === '*') return '[^/]*'
-        if (part === '?') return '[^/]'
-        return part.replace(/[.+^${}()|]/g, '\\$&')
-      })
-      .join('')
-    return new RegExp(`^${source}$`)
   })
 }
 
@@ -375,15 +343,10 @@ async function installedPackages(dir: string): Promise<InstalledPackage[]> {
     })
 }
 
-/** Every `name@version` the lockfile resolves. */
+/** Every `name@version` the lockfile resolves: the keys of its `packages` (lockfile v9 keeps peers to `snapshots`). */
 async function lockedPackages(): Promise<Set<string>> {
-  const text = await readFile(join(REPO_ROOT, 'pnpm-lock.yaml'), 'utf8')
-  const packages = text.split(/^packages:$/m)[1]?.split(/^snapshots:$/m)[0] ?? ''
-  const locked = new Set<string>()
-  for (const match of packages.matchAll(/^ {2}'?((?:@[^@/\s]+\/)?[^@\s']+)@([^:'\s(]+)'?:$/gm)) {
-    locked.add(`${match[1]}@${match[2]}`)
-  }
-  return locked
+  const lockfile = parseYaml(await readFile(join(REPO_ROOT, 'pnpm-lock.yaml'), 'utf8')) as { packages?: Record<string, unknown> }
+  return new Set(Object.keys(lockfile.packages ?? {}))
 }
 
 async function dependencyNames(packageJson: string, field: 'dependencies' | 'devDependencies'): Promise<string[]> {

@@ -1,15 +1,14 @@
 import { spawn, type ChildProcess } from 'node:child_process'
 import { once } from 'node:events'
 import { mkdtemp, rm } from 'node:fs/promises'
-import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { eventually, isListening } from './process.ts'
+import { eventually, findFreePort, isListening } from './process.ts'
 
 /**
  * A private redis-server on a free port, owned by one test file, that a test may stop, restart
- * and freeze. It keeps an append-only file fsynced on every write, as production does, so that
- * a restart keeps every write Redis acknowledged.
+ * and freeze. Durable by default: it keeps an append-only file fsynced on every write, as
+ * production does, so that a restart keeps every write Redis acknowledged.
  */
 export interface PrivateRedis {
   readonly port: number
@@ -23,8 +22,18 @@ export interface PrivateRedis {
   dispose(): Promise<void>
 }
 
+export interface PrivateRedisOptions {
+  /**
+   * false: no persistence at all (no AOF, no snapshots), for a cache or a benchmark. An fsync on
+   * every write holds each write for the disk, so a durable Redis measures the disk, not its client.
+   */
+  durable?: boolean
+  /** More redis-server arguments, after (and so overriding) those above: `['--requirepass', 'secret']`. */
+  args?: string[]
+}
+
 /** A private Redis, not yet started: for tests of a service that starts before its Redis. */
-export async function createPrivateRedis(extraArgs: string[] = []): Promise<PrivateRedis> {
+export async function createPrivateRedis({ durable = true, args: extraArgs = [] }: PrivateRedisOptions = {}): Promise<PrivateRedis> {
   const port = await findFreePort()
   const dir = await mkdtemp(join(tmpdir(), 'private-redis-'))
   let child: ChildProcess | undefined
@@ -33,7 +42,7 @@ export async function createPrivateRedis(extraArgs: string[] = []): Promise<Priv
     port,
     async start() {
       const args = ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '']
-      args.push('--appendonly', 'yes', '--appendfsync', 'always', ...extraArgs)
+      args.push(...(durable ? ['--appendonly', 'yes', '--appendfsync', 'always'] : ['--appendonly', 'no']), ...extraArgs)
       child = spawn('redis-server', args, { stdio: 'ignore' })
       await waitUntilListening(port)
     },
@@ -58,19 +67,10 @@ export async function createPrivateRedis(extraArgs: string[] = []): Promise<Priv
 }
 
 /** A private Redis, started. */
-export async function startPrivateRedis(extraArgs: string[] = []): Promise<PrivateRedis> {
-  const redis = await createPrivateRedis(extraArgs)
+export async function startPrivateRedis(options: PrivateRedisOptions = {}): Promise<PrivateRedis> {
+  const redis = await createPrivateRedis(options)
   await redis.start()
   return redis
-}
-
-async function findFreePort(): Promise<number> {
-  const server = createServer().listen(0, '127.0.0.1')
-  await once(server, 'listening')
-  const address = server.address()
-  server.close()
-  if (address === null || typeof address === 'string') throw new Error('no TCP port')
-  return address.port
 }
 
 async function waitUntilListening(port: number): Promise<void> {

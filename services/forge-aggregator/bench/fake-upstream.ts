@@ -13,7 +13,7 @@
  * counted). POST /__trouble?status=502[&resource=core|search][&spent=1] makes it answer every call
  * (of that resource) with that status from then on, with `X-RateLimit-Remaining: 0` and a reset
  * an hour away when `spent`, as a rate limit that ran out does; POST /__reset ends the trouble.
- * Usage: node bench/fake-upstream.ts <port>
+ * Usage: PORT=<port> node bench/fake-upstream.ts
  */
 import { createHash } from 'node:crypto'
 import { readFileSync } from 'node:fs'
@@ -127,7 +127,7 @@ app.get<{ Querystring: { q?: string; per_page?: string } }>('/search/issues', as
   })
 })
 
-await app.listen({ host: '127.0.0.1', port: Number(process.argv[2]) })
+await app.listen({ host: '127.0.0.1', port: Number(process.env.PORT) })
 
 /**
  * Answers DELAY_MS after the request arrived: the body (undefined: 404) when `ifNoneMatch` is

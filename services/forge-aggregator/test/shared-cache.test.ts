@@ -6,7 +6,7 @@ import { buildAggregator, testClock, type BuildOptions, type TestAggregator, typ
 import { API, RESOURCE_HEADERS, fixtures, makeFollowers, makeRepos, makeUser, mockUser, recordUnexpectedCalls, searchResult, SEARCH_HEADERS } from './helpers/upstream.ts'
 
 // A cache needs no durability: without fsync on every write, a loaded machine does not slow it down.
-const redis = await startPrivateRedis(['--appendonly', 'no'])
+const redis = await startPrivateRedis({ durable: false })
 const redisUrl = `redis://127.0.0.1:${redis.port}`
 const inspector = createClient({ url: redisUrl })
 // The tests stop this Redis on purpose; the inspector only reconnects.

@@ -32,7 +32,7 @@ t.test('the list is kept at ITEMS_KEY in the database REDIS_DB names', async (t)
 })
 
 t.test('REDIS_PASSWORD authenticates; without it a protected Redis is unavailable', async (t) => {
-  const protectedRedis = await startPrivateRedis(['--requirepass', 's3cret'])
+  const protectedRedis = await startPrivateRedis({ args: ['--requirepass', 's3cret'] })
   t.teardown(() => protectedRedis.dispose())
   const withPassword = await buildService(t, { redis: protectedRedis, env: { REDIS_PASSWORD: 's3cret' } })
   const withoutPassword = await buildService(t, { redis: protectedRedis, ready: false })
@@ -45,7 +45,7 @@ t.test('REDIS_PASSWORD authenticates; without it a protected Redis is unavailabl
 })
 
 t.test('REDIS_URL replaces host, port, password and database, and its password is never logged', async (t) => {
-  const protectedRedis = await startPrivateRedis(['--requirepass', 's3cret'])
+  const protectedRedis = await startPrivateRedis({ args: ['--requirepass', 's3cret'] })
   t.teardown(() => protectedRedis.dispose())
   const { app, logs } = await buildService(t, {
     redis: protectedRedis,
