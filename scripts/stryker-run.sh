@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Runs StrykerJS on the package in the current directory (its stryker.config.json); each
+# package's `mutate` script calls this, and the root's `pnpm mutate` runs those through turbo.
+#
+# The tap runner starts every test file as `node …` found on PATH and then reads a file named
+# after that process's pid. Under pnpm, `node` on PATH is the shim of the root `node`
+# devDependency: a shell script that starts Node 24 as its child, so the pid never matches and
+# every test file fails with "ENOENT … stryker-output-<pid>.json". Putting the Node binary
+# itself first on PATH keeps the same Node 24 without the shell in between.
+#
+#   usage (from a package directory): bash ../../scripts/stryker-run.sh [stryker run options]
+set -euo pipefail
+
+node_dir=$(dirname "$(node -p process.execPath)")
+export PATH="$node_dir:$PATH"
+exec stryker run "$@"
