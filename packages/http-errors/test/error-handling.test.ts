@@ -169,3 +169,18 @@ t.test('a malformed percent-encoding in the URL is answered 400 in the service s
   t.same(res.json(), { detail: "'/things/%E0%A4%A' is not a valid url component" })
   t.equal(res.headers['cache-control'], 'no-store')
 })
+
+t.test('notFoundPreHandler runs before a request that matches no route is answered 404', async (t) => {
+  const seen: string[] = []
+  const { app } = await build(t, {
+    notFoundPreHandler: (request, _reply, done) => {
+      seen.push(request.url)
+      done()
+    },
+  })
+  const res = await app.inject({ method: 'GET', url: '/nowhere' })
+  t.equal(res.statusCode, 404)
+  t.same(seen, ['/nowhere'])
+  t.same((await app.inject({ method: 'GET', url: '/things/1' })).statusCode, 200)
+  t.same(seen, ['/nowhere'], 'and only then')
+})
