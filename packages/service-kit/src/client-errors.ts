@@ -12,11 +12,18 @@ const ANSWER_OF: Readonly<Record<string, { statusCode: number; message: string }
 const BAD_REQUEST = { statusCode: 400, message: 'Bad request' }
 
 /**
+ * How long a connection stays half-closed after its answer. Closing it at once would make the
+ * kernel reset the connection of a client still sending (a trickled request does), and a reset
+ * can discard the answer before the client reads it.
+ */
+const LINGER_MS = 1_000
+
+/**
  * Fastify's `clientErrorHandler`: a request Node could not parse (bad framing, a header too
  * large, too slow to arrive) never reaches Fastify's hooks, so it is answered here, in the
  * service's own error shape, with everything other answers carry: a new `X-Request-Id`, the
- * security headers, `Cache-Control: no-store`. The connection is closed after it, as Node does,
- * and one line is logged at info level with the reason (a client's mistake, not the service's).
+ * security headers, `Cache-Control: no-store`. The connection is closed after it, as Node does
+ * (after a short linger), and one line is logged at info level with the reason (a client's mistake, not the service's).
  */
 export function clientErrorHandler(errorBody: (message: string) => Record<string, unknown>) {
   const securityHeaders = Object.entries(securityHeadersOnce())
@@ -24,24 +31,27 @@ export function clientErrorHandler(errorBody: (message: string) => Record<string
     .join('')
 
   return function answerClientError(this: FastifyInstance, error: Error & { code?: string }, socket: Socket): void {
-    // A reset connection has nobody left to answer (Node's own handler does the same).
-    if (error.code === 'ECONNRESET' || socket.destroyed) return
+    // A reset connection has nobody left to answer (Node's own handler does the same), and one
+    // already answered gets nothing more.
+    if (error.code === 'ECONNRESET' || socket.destroyed || socket.writableEnded) return
     const { statusCode, message } = (error.code && ANSWER_OF[error.code]) || BAD_REQUEST
     const requestId = randomUUID()
     this.log.info({ reqId: requestId, statusCode, reason: error.code ?? error.message }, 'client error')
-    if (socket.writable) {
-      const body = JSON.stringify(errorBody(message))
-      socket.write(
-        `HTTP/1.1 ${statusCode} ${STATUS_CODES[statusCode]}\r\n` +
-          'content-type: application/json; charset=utf-8\r\n' +
-          `content-length: ${Buffer.byteLength(body)}\r\n` +
-          'cache-control: no-store\r\n' +
-          `x-request-id: ${requestId}\r\n` +
-          securityHeaders +
-          'connection: close\r\n\r\n' +
-          body,
-      )
+    if (!socket.writable) {
+      socket.destroy()
+      return
     }
-    socket.destroy()
+    const body = JSON.stringify(errorBody(message))
+    socket.end(
+      `HTTP/1.1 ${statusCode} ${STATUS_CODES[statusCode]}\r\n` +
+        'content-type: application/json; charset=utf-8\r\n' +
+        `content-length: ${Buffer.byteLength(body)}\r\n` +
+        'cache-control: no-store\r\n' +
+        `x-request-id: ${requestId}\r\n` +
+        securityHeaders +
+        'connection: close\r\n\r\n' +
+        body,
+    )
+    setTimeout(() => socket.destroy(), LINGER_MS).unref()
   }
 }

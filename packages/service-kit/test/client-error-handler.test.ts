@@ -7,12 +7,19 @@ import { clientErrorHandler } from '../src/client-errors.ts'
 function fakeSocket(state: { destroyed?: boolean; writable?: boolean }) {
   const written: string[] = []
   let destroyed = state.destroyed ?? false
+  let ended = false
   const socket = {
     get destroyed() {
       return destroyed
     },
+    get writableEnded() {
+      return ended
+    },
     writable: state.writable ?? true,
-    write: (data: string) => written.push(data),
+    end: (data: string) => {
+      written.push(data)
+      ended = true
+    },
     destroy: () => (destroyed = true),
   }
   return { socket: socket as unknown as Socket, written, isDestroyed: () => destroyed }
@@ -46,5 +53,8 @@ t.test('an error without a code is bad framing: 400, logged with its message', a
   answer.call(recording, new Error('something odd'), open.socket)
   t.match(open.written[0], /^HTTP\/1\.1 400 Bad Request\r\n[\s\S]*\r\n\r\n\{"detail":"Bad request"\}$/)
   t.match(logged[0], { statusCode: 400, reason: 'something odd' })
-  t.ok(open.isDestroyed())
+
+  answer.call(recording, new Error('more of the same'), open.socket)
+  t.equal(open.written.length, 1, 'an answered connection gets nothing more')
+  t.equal(logged.length, 1, 'nor another log line')
 })

@@ -15,7 +15,8 @@ async function exchange(t: Test, request: string | string[], options: { paceMs?:
   socket.setEncoding('latin1')
   socket.on('data', (chunk: string) => (answer += chunk))
   socket.on('error', () => {})
-  const closed = once(socket, 'close')
+  // Not events.once: it would reject on the reset a client still sending may get after its answer.
+  const closed = new Promise((resolve) => socket.on('close', resolve))
   await once(socket, 'connect')
   const started = performance.now()
   if (typeof request === 'string') socket.write(request)
