@@ -255,6 +255,7 @@ async function cacheHits(): Promise<void> {
     ['bare', []],
   ])
   let body: string | undefined
+  let headers: Answer['headers'] | undefined
 
   for (let round = 0; round < ROUNDS; round++) {
     for (const kind of ['service', 'service, REDIS_URL'] as const) {
@@ -265,6 +266,7 @@ async function cacheHits(): Promise<void> {
         expect(warm.status === 200, `warming ${login} answered ${warm.status}`)
         expect(body === undefined || warm.body === body, `the answer for ${login} changed between service processes`)
         body ??= warm.body
+        headers ??= warm.headers
         await load(service.url, path, WARMUP_SECONDS)
         rounds.get(kind)!.push(await load(service.url, path, MEASURE_SECONDS, service))
       } finally {
@@ -273,8 +275,10 @@ async function cacheHits(): Promise<void> {
     }
 
     const bodyFile = join(scratch, 'body.json')
+    const headersFile = join(scratch, 'headers.json')
     await writeFile(bodyFile, body ?? '')
-    const bare = await startServer('bare server', 'bench/bare-server.ts', { BODY_FILE: bodyFile }, path)
+    await writeFile(headersFile, JSON.stringify(headers ?? {}))
+    const bare = await startServer('bare server', 'bench/bare-server.ts', { BODY_FILE: bodyFile, HEADERS_FILE: headersFile }, path)
     try {
       await load(bare.url, path, WARMUP_SECONDS)
       rounds.get('bare')!.push(await load(bare.url, path, MEASURE_SECONDS, bare))
