@@ -47,7 +47,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { fileURLToPath } from 'node:url'
 import autocannon from 'autocannon'
 import { createClient } from 'redis'
-import { eventually, findFreePort, runServiceSource, startPrivateRedis, type RunningProcess } from '@repo/test-support'
+import { eventually, findFreePort, loadGeneratorHeadroom, MIN_HEADROOM, runServiceSource, startPrivateRedis, type RunningProcess } from '@repo/test-support'
 import { Agent, request } from 'undici'
 import { DELAY_MS, FOLLOWERS_PER_USER, ISSUES_PER_USER, PRS_PER_USER, REPOS_PER_USER, type UpstreamCalls } from './fake-account.ts'
 
@@ -76,7 +76,6 @@ const CALLS_PER_ANSWER = 5
 
 const TARGET = { coldRatio: 1.2, cacheHitRatio: 0.5, sharedCacheHitRatio: 0.8, spreadCallsPerRequest: 0.55 }
 /** DESIGN §10: below this, HTTP ceiling / service, the load generator may be what limits the service. */
-const MIN_HEADROOM = 2
 
 interface Answer {
   status: number
@@ -292,8 +291,10 @@ async function cacheHits(): Promise<void> {
   const bare = median(rounds.get('bare')!)
   const ratio = service.requestsPerSecond / bare.requestsPerSecond
   const sharedRatio = shared.requestsPerSecond / bare.requestsPerSecond
-  const headroom = bare.requestsPerSecond / Math.max(service.requestsPerSecond, shared.requestsPerSecond)
-  const clientBound = headroom < MIN_HEADROOM
+  const { headroom, clientBound, line } = loadGeneratorHeadroom(
+    { name: 'bare route', requestsPerSecond: bare.requestsPerSecond },
+    Math.max(service.requestsPerSecond, shared.requestsPerSecond),
+  )
   const judge = (met: boolean) => (clientBound ? 'CLIENT-BOUND: ratio means nothing' : verdict(met))
   console.log(
     `3. Cache hits: GET ${path} (${body?.length ?? 0} bytes), ${CONNECTIONS} connections, ` +
@@ -309,14 +310,7 @@ async function cacheHits(): Promise<void> {
     `   service with REDIS_URL / bare route: ${sharedRatio.toFixed(2)}  (target >= ${TARGET.sharedCacheHitRatio})` +
       `${clientBound ? '' : mark(sharedRatio >= TARGET.sharedCacheHitRatio)}: a fresh hit is served from the process's memory`,
   )
-  if (clientBound) {
-    console.log(
-      `   CLIENT-BOUND: the bare route reached only ${headroom.toFixed(2)} x the service's requests/s (it must reach ${MIN_HEADROOM} x). ` +
-        'The load generator, not the service, may set the pace in this run: these ratios mean nothing.',
-    )
-  } else {
-    console.log(`   bare route / service: ${headroom.toFixed(2)}  (>= ${MIN_HEADROOM}: the load generator is not the bottleneck)`)
-  }
+  console.log(`   ${line}`)
   if (service.cpuMicrosPerRequest !== undefined && bare.cpuMicrosPerRequest !== undefined) {
     console.log(
       `   CPU per request, bare / service: ${(bare.cpuMicrosPerRequest / service.cpuMicrosPerRequest).toFixed(2)} ` +

@@ -24,7 +24,7 @@
 import { fileURLToPath } from 'node:url'
 import autocannon from 'autocannon'
 import { createClient } from 'redis'
-import { eventually, findFreePort, runServiceSource, startPrivateRedis, type PrivateRedis, type RunningProcess } from '@repo/test-support'
+import { eventually, findFreePort, loadGeneratorHeadroom, runServiceSource, startPrivateRedis, type PrivateRedis, type RunningProcess } from '@repo/test-support'
 import { NEW_ITEM, PREFILLED_NAMES } from './names.ts'
 
 const SERVICE_ROOT = fileURLToPath(new URL('..', import.meta.url))
@@ -35,7 +35,6 @@ const MEASURE_SECONDS = 5
 /** DESIGN §6: the service reaches at least this share of the stack ceiling's requests/s. */
 const TARGET_VS_STACK = 0.9
 /** DESIGN §10: below this, HTTP ceiling / service, the load generator may be what limits the service. */
-const MIN_HEADROOM = 2
 
 interface Measurement {
   requestsPerSecond: number
@@ -180,19 +179,11 @@ function report(label: string, results: Map<ServerKind, Measurement>): Verdict {
   )
   const vsStack = service.requestsPerSecond / stack.requestsPerSecond
   const vsHttp = service.requestsPerSecond / http.requestsPerSecond
-  const headroom = http.requestsPerSecond / service.requestsPerSecond
-  const clientBound = headroom < MIN_HEADROOM
+  const { headroom, clientBound, line } = loadGeneratorHeadroom({ name: 'HTTP ceiling', requestsPerSecond: http.requestsPerSecond }, service.requestsPerSecond)
   const met = vsStack >= TARGET_VS_STACK
   console.log(`  service / stack ceiling: ${vsStack.toFixed(2)}  (target >= ${TARGET_VS_STACK})${clientBound || met ? '' : '  BELOW TARGET'}`)
   console.log(`  service / HTTP ceiling:  ${vsHttp.toFixed(2)}`)
-  if (clientBound) {
-    console.log(
-      `  CLIENT-BOUND: the HTTP ceiling reached only ${headroom.toFixed(2)} x the service's requests/s (it must reach ${MIN_HEADROOM} x). ` +
-        'The load generator, not the service, sets the pace in this run: its ratios mean nothing.',
-    )
-  } else {
-    console.log(`  HTTP ceiling / service:  ${headroom.toFixed(2)}  (>= ${MIN_HEADROOM}: the load generator is not the bottleneck)`)
-  }
+  console.log(`  ${line}`)
   console.log(
     `  on a durable Redis (appendonly yes, appendfsync always) the service answers ${Math.round(durable.requestsPerSecond)} req/s ` +
       '(absolute, not a ratio: an fsync per write would cap the ceilings as much as the service)\n',
