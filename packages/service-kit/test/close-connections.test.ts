@@ -7,8 +7,13 @@ import { closeConnectionsOnShutdown } from '../src/plugins/close-connections.ts'
 t.test('a keep-alive request in flight at close gets its answer with Connection: close, and close() does not wait for the idle timeout', async (t) => {
   const app = Fastify()
   await app.register(closeConnectionsOnShutdown)
+  let started!: () => void
+  const handling = new Promise<void>((resolve) => (started = resolve))
+  let finish!: () => void
+  const finished = new Promise<void>((resolve) => (finish = resolve))
   app.get('/slow', async () => {
-    await sleep(200)
+    started()
+    await finished
     return { done: true }
   })
   const address = await app.listen({ host: '127.0.0.1', port: 0 })
@@ -16,8 +21,10 @@ t.test('a keep-alive request in flight at close gets its answer with Connection:
   t.teardown(() => agent.close())
 
   const inFlight = request(`${address}/slow`, { dispatcher: agent })
-  await sleep(50)
+  await handling
   const closed = app.close().then(() => 'closed')
+  // close() has begun (its preClose hooks ran) before the answer is sent.
+  setImmediate(finish)
   const response = await inFlight
 
   t.equal(response.statusCode, 200)

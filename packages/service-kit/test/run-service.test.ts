@@ -29,7 +29,7 @@ t.test('SIGTERM lets the in-flight request finish, closes the dependencies after
   t.teardown(() => agent.close())
 
   const inFlight = request(`http://127.0.0.1:${port}/slow`, { dispatcher: agent })
-  await new Promise((resolve) => setTimeout(resolve, 100))
+  await service.waitFor(/slow request started/)
   service.child.kill('SIGTERM')
 
   const response = await inFlight

@@ -1,7 +1,7 @@
 import t, { type Test } from 'tap'
 import nock from 'nock'
+import { eventually } from '@repo/test-support'
 import { pino } from 'pino'
-import { setTimeout as sleep } from 'node:timers/promises'
 import { Type } from '@sinclair/typebox'
 import { TypeCompiler } from '@sinclair/typebox/compiler'
 import { createForgeClient, upstreamPath, type ForgeClientOptions } from '../src/forge-client.ts'
@@ -159,7 +159,8 @@ t.test('deduplication sits outside retry: a request arriving during a retry back
   })
   const client = openClient(t, { baseUrl: upstream.url })
   const first = client.get('/users/mona', BODY)
-  await sleep(50)
+  // The first try has reached the upstream: its 503 starts the retry's backoff (100 ms).
+  await eventually(async () => upstream.requests.length === 1)
   const second = client.get('/users/mona', BODY)
   t.same(await Promise.all([first, second]), [{ login: 'mona' }, { login: 'mona' }])
   t.equal(upstream.requests.length, 2, 'the failed try and its retry, nothing else')
