@@ -49,10 +49,14 @@ t.test('each service gets only settings it reads, with values it accepts, probed
   t.same(serviceProblems(base, SERVICES), [])
 })
 
-t.test('no credential is written in the base; the token comes from an optional Secret', async (t) => {
+t.test('no credential is written in the base; the token, or the GitHub App, comes from an optional Secret', async (t) => {
   t.same(secretProblems(base), [])
+  const fromApp = (name: string) => ({ name, valueFrom: { secretKeyRef: { name: 'forge-aggregator-app', key: name, optional: true } } })
   t.same(containerOf('forge-aggregator').env, [
     { name: 'FORGE_TOKEN', valueFrom: { secretKeyRef: { name: 'forge-aggregator-token', key: 'FORGE_TOKEN', optional: true } } },
+    fromApp('FORGE_APP_ID'),
+    fromApp('FORGE_APP_INSTALLATION_ID'),
+    fromApp('FORGE_APP_PRIVATE_KEY'),
   ])
 })
 

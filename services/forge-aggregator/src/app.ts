@@ -6,6 +6,7 @@ import type { ForgeAggregatorConfig } from './config.ts'
 import { answers } from './plugins/answers.ts'
 import { sharedStore } from './plugins/shared-store.ts'
 import { upstream } from './plugins/upstream.ts'
+import { credentialsFrom } from './upstream-credentials.ts'
 import { healthRoutes } from './routes/health.ts'
 import { repoRoutes } from './routes/repos.ts'
 import { userRoutes } from './routes/users.ts'
@@ -26,14 +27,17 @@ const errorBody = (error: string) => ({ error })
  * Redis (when `REDIS_URL`), service-kit's plugins (errors, request ids, headers, CORS, rate limit
  * counting in that Redis, OpenAPI, metrics), the upstream (budget, client, service), the answers
  * (cache and `reply.sendAnswer`), then the routes. Every dependency is opened by its plugin and
- * closed with the app. Never listens: `server.ts` does.
+ * closed with the app. Never listens: `server.ts` does. Throws `ConfigError` when the upstream
+ * credentials do not hold together (DESIGN §13), before anything is opened.
  */
 export async function buildApp(config: Readonly<ForgeAggregatorConfig>, options: AppOptions): Promise<FastifyInstance> {
+  // The App's key is read and checked before anything opens: a bad one stops the start (ConfigError).
+  const credentials = credentialsFrom(config)
   const now = options.clock ? () => options.clock!.now() : Date.now
   const memory = cacheMemory(config)
   const app = createServer({ logger: options.logger, errorBody, trustProxy: config.TRUST_PROXY })
 
-  await app.register(sharedStore, { config })
+  await app.register(sharedStore, { config, credentials })
   await app.register(serviceKit, {
     openapi: {
       title: 'forge-aggregator',
@@ -48,7 +52,7 @@ export async function buildApp(config: Readonly<ForgeAggregatorConfig>, options:
     // With REDIS_URL the replicas count each client together; in the process otherwise.
     rateLimit: { perMinute: config.RATE_LIMIT_PER_MINUTE, redis: app.sharedCache?.connection.client },
   })
-  await app.register(upstream, { config, heldBodyBytes: memory.heldBodyBytes, now, dispatcher: options.dispatcher })
+  await app.register(upstream, { config, credentials, heldBodyBytes: memory.heldBodyBytes, now, dispatcher: options.dispatcher })
   await app.register(answers, { config, answerBytes: memory.answerBytes, now })
 
   await app.register(healthRoutes)

@@ -18,6 +18,12 @@ export const ForgeAggregatorConfig = Type.Object({
     description: 'user for users, owner for repos, when none is given',
   }),
   FORGE_TOKEN: Type.Optional(Type.String({ description: 'upstream access token; never logged or echoed' })),
+  FORGE_APP_ID: Type.Optional(
+    Type.String({ pattern: '^(?:[0-9]+|Iv[0-9A-Za-z.]+)$', description: "GitHub App: the App's id (or client id), the JWT's issuer; excludes FORGE_TOKEN" }),
+  ),
+  FORGE_APP_INSTALLATION_ID: Type.Optional(Type.String({ pattern: '^[0-9]+$', description: 'GitHub App: the installation whose token the service calls with' })),
+  FORGE_APP_PRIVATE_KEY: Type.Optional(Type.String({ description: "GitHub App: the App's RSA private key (PEM); never logged" })),
+  FORGE_APP_PRIVATE_KEY_FILE: Type.Optional(Type.String({ description: "GitHub App: path of the App's RSA private key (PEM), read at start-up" })),
   FORGE_TIMEOUT_MS: Type.Integer({ default: 10_000, minimum: 100, maximum: 120_000, description: 'deadline of one upstream call' }),
   FORGE_CACHE_TTL_SECONDS: Type.Integer({ default: 60, minimum: 0, maximum: 86_400, description: 'freshness of cached results; 0 never answers from the cache fresh' }),
   FORGE_CACHE_MAX_MB: Type.Integer({ default: 64, minimum: 1, maximum: 4_096, description: 'memory the caches may hold' }),

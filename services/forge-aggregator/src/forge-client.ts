@@ -9,6 +9,8 @@ import type { UpstreamMetrics } from './metrics.ts'
 import { storedEntries, type HeldBody } from './schemas/stored.ts'
 import type { SharedStore } from './shared-cache/shared-store.ts'
 import { BudgetSpent, UpstreamFailure, UpstreamNotFound, UpstreamRateLimited } from './upstream-errors.ts'
+import { createInstallationTokens, type InstallationAccount } from './installation-token.ts'
+import type { AppCredentials } from './upstream-credentials.ts'
 
 /** The REST API version every request pins (spec: "pinned to 2022-11-28"). */
 const API_VERSION = '2022-11-28'
@@ -16,7 +18,10 @@ const API_VERSION = '2022-11-28'
 export interface ForgeClientOptions {
   /** The REST API root: `https://api.github.com`, or a GitHub Enterprise `https://host/api/v3`. */
   baseUrl: string
+  /** A personal token, sent as it is with every call. */
   token?: string | undefined
+  /** A GitHub App installation: every call carries its installation token (DESIGN §13). Excludes `token`. */
+  app?: AppCredentials | undefined
   /** Deadline of one call, retries and body included. */
   timeoutMs: number
   userAgent: string
@@ -51,6 +56,8 @@ export interface ForgeClient {
    * refused the call) or `UpstreamFailure` (a body that fails its check included); never anything else.
    */
   get<Schema extends TSchema>(path: string, body: TypeCheck<Schema>, query?: Record<string, string | number>, call?: UpstreamCall): Promise<Schema['static']>
+  /** With a GitHub App: the installation's account (asked once with the App's JWT); undefined without an App or when it cannot be told. */
+  installationAccount(): Promise<InstallationAccount | undefined>
   /** Closes the upstream connections (of the Agent it made; a dispatcher given to it stays open). */
   close(): Promise<void>
 }
@@ -121,15 +128,32 @@ export function createForgeClient(options: ForgeClientOptions): ForgeClient {
     options.revalidationMaxBytes > 0
       ? new LRUCache<string, HeldBody>({ maxSize: options.revalidationMaxBytes, sizeCalculation: (entry) => entry.text.length + entry.etag.length })
       : undefined
-  const headers: Record<string, string> = {
+  const pinned: Record<string, string> = {
     accept: 'application/vnd.github+json',
     'x-github-api-version': API_VERSION,
     'user-agent': options.userAgent,
-    ...(token ? { authorization: `Bearer ${token}` } : {}),
   }
+  // The App's own calls (its JWT) go straight to the upstream: they spend the App's limit, not the installation's.
+  const tokens = options.app
+    ? createInstallationTokens({
+        app: options.app,
+        now,
+        logger: options.logger,
+        send: async ({ method, path, authorization }) => {
+          const response = await agent.request({
+            origin,
+            path: `${basePath}${path}`,
+            method,
+            headers: { ...pinned, authorization },
+            signal: AbortSignal.timeout(timeoutMs),
+          })
+          return { statusCode: response.statusCode, text: await response.body.text() }
+        },
+      })
+    : undefined
 
-  /** What we may say about a failure: never the token, even if the upstream echoed it. */
-  const safe = (message: string) => (token ? message.replaceAll(token, '[redacted]') : message)
+  /** What we may say about a failure: never a credential, even if the upstream echoed it. */
+  const safe = (message: string) => [token ?? '', ...(tokens?.secrets() ?? [])].reduce((said, secret) => (secret ? said.replaceAll(secret, '[redacted]') : said), message)
 
   /** The body held for `target`: the replicas' shared one, else this process's own. */
   async function heldFor(held: LRUCache<string, HeldBody>, target: string): Promise<HeldBody | undefined> {
@@ -147,9 +171,25 @@ export function createForgeClient(options: ForgeClientOptions): ForgeClient {
     query?: Record<string, string | number>,
     call: UpstreamCall = { log: options.logger },
   ): Promise<Schema['static']> {
-    const { log } = call
     const target = query ? `${basePath}${path}?${new URLSearchParams(stringValues(query)).toString()}` : `${basePath}${path}`
-    const resource = resourceOfPath(path)
+    if (!tokens) return attempt(target, check, call, token)
+    let installationToken = await tokens.current()
+    try {
+      return await attempt(target, check, call, installationToken)
+    } catch (error) {
+      if (!(error instanceof UpstreamFailure && error.status === 401)) throw error
+      // Revoked, or expired early: one new token, one more try (a second 401 is the answer).
+      call.log.info({ upstream: { path: target } }, 'installation token refused; renewing it once')
+      tokens.refused(installationToken)
+      installationToken = await tokens.current()
+      return attempt(target, check, call, installationToken)
+    }
+  }
+
+  async function attempt<Schema extends TSchema>(target: string, check: TypeCheck<Schema>, call: UpstreamCall, bearer: string | undefined): Promise<Schema['static']> {
+    const { log } = call
+    const headers = bearer ? { ...pinned, authorization: `Bearer ${bearer}` } : pinned
+    const resource = resourceOfPath(target.slice(basePath.length))
     // What other replicas learned of the budget counts before this call is made.
     const [heldBody] = await Promise.all([held ? heldFor(held, target) : undefined, budget.refresh()])
     const deadline = AbortSignal.timeout(timeoutMs)
@@ -215,6 +255,7 @@ export function createForgeClient(options: ForgeClientOptions): ForgeClient {
 
   return {
     get,
+    installationAccount: async () => tokens?.account(),
     async close() {
       // A dispatcher the caller brought is the caller's to close.
       if (!options.dispatcher) await agent.close()

@@ -1,7 +1,7 @@
 import { upstreamPath, type ForgeClient, type UpstreamCall } from './forge-client.ts'
 import { UpstreamNotFound, UpstreamRateLimited } from './upstream-errors.ts'
 import { buildUserOverview, countedRepos, MAX_PER_PAGE, pagesFor, toRepository, toRepositoryCounts } from './aggregate.ts'
-import { upstreamBodies, type UpstreamRepo } from './schemas/upstream.ts'
+import { upstreamBodies, type UpstreamRepo, type UpstreamRepos } from './schemas/upstream.ts'
 import type { UserOverview } from './schemas/users.ts'
 import type { RepositoryCounts, RepositoryList } from './schemas/repos.ts'
 
@@ -9,8 +9,12 @@ export interface ForgeServiceOptions {
   client: ForgeClient
   followersLimit: number
   maxRepoPages: number
-  /** Whether the client sends a token, so list mode may ask whose it is. */
-  hasToken: boolean
+  /**
+   * How the client authenticates, so list mode knows how to ask for the owner's private
+   * repositories: with a token, `/user/repos` when the token is the owner's; as an App,
+   * `/installation/repositories` when the installation is on the owner's account.
+   */
+  authentication: 'anonymous' | 'token' | 'app'
 }
 
 /** An answer as the upstream's calls make it, before it is serialized and kept. */
@@ -63,6 +67,29 @@ export function createForgeService(options: ForgeServiceOptions): ForgeService {
     }
   }
 
+  /** Every repository of the installation (up to `maxRepoPages` pages), most recently updated first, as many as one page of the public list. */
+  async function installationRepos(call: UpstreamCall): Promise<UpstreamRepos> {
+    const page = (number: number) => client.get('/installation/repositories', upstreamBodies.installationRepos, { per_page: MAX_PER_PAGE, page: number }, call)
+    const first = await page(1)
+    const rest = await Promise.all(Array.from({ length: pagesFor(first.total_count, maxRepoPages) - 1 }, (_, index) => page(index + 2)))
+    // The endpoint takes no `sort`: ordered here as `sort=updated` orders the other lists.
+    return [first, ...rest]
+      .flatMap((each) => each.repositories)
+      .sort((a, b) => lastUpdate(b).localeCompare(lastUpdate(a)))
+      .slice(0, MAX_PER_PAGE)
+  }
+
+  /** Whether the owner's private repositories are there to list: their own token, or an installation on their account with all its repositories. */
+  async function listsPrivateReposOf(owner: string, call: UpstreamCall): Promise<'token' | 'installation' | undefined> {
+    const isOwner = (login: string | undefined) => login?.toLowerCase() === owner.toLowerCase()
+    if (options.authentication === 'token') return isOwner(await whoOwnsTheToken(call)) ? 'token' : undefined
+    if (options.authentication === 'app') {
+      const account = await client.installationAccount()
+      return isOwner(account?.login) && account?.allRepositories ? 'installation' : undefined
+    }
+    return undefined
+  }
+
   /** Who owns the token, asked once per process; a failed answer is not remembered. */
   function whoOwnsTheToken(call: UpstreamCall): Promise<string | undefined> {
     tokenOwner ??= client.get('/user', upstreamBodies.authenticatedUser, undefined, call).then(
@@ -111,14 +138,22 @@ export function createForgeService(options: ForgeServiceOptions): ForgeService {
 
     async repositoryList(owner, call) {
       const query = { sort: 'updated', per_page: MAX_PER_PAGE }
-      const isTokenOwner = options.hasToken && (await whoOwnsTheToken(call))?.toLowerCase() === owner.toLowerCase()
-      const repos = isTokenOwner
-        ? await client.get('/user/repos', upstreamBodies.repos, { affiliation: 'owner', ...query }, call)
-        : await client.get(upstreamPath`/users/${owner}/repos`, upstreamBodies.repos, query, call)
+      const source = await listsPrivateReposOf(owner, call)
+      const repos =
+        source === 'token'
+          ? await client.get('/user/repos', upstreamBodies.repos, { affiliation: 'owner', ...query }, call)
+          : source === 'installation'
+            ? await installationRepos(call)
+            : await client.get(upstreamPath`/users/${owner}/repos`, upstreamBodies.repos, query, call)
       const list = { repos: repos.map(toRepository), totalCount: repos.length }
       return { answer: list, partial: [], isPrivate: list.repos.some((repository) => repository.isPrivate) }
     },
   }
+}
+
+/** When a repository was last updated (ISO 8601, so it sorts as text); never updated sorts last. */
+function lastUpdate(repo: UpstreamRepo): string {
+  return repo.updated_at ?? ''
 }
 
 /**

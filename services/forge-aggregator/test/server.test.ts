@@ -1,4 +1,5 @@
 import t from 'tap'
+import { generateKeyPairSync } from 'node:crypto'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { fileURLToPath } from 'node:url'
 import { LISTENING, eventually, isListening, runServiceSource, startPrivateRedis } from '@repo/test-support'
@@ -17,6 +18,23 @@ t.test('an invalid variable stops the process with exit code 1, one line per bad
     ['Invalid configuration:', '  PORT must be integer', '  FORGE_TIMEOUT_MS must be >= 100', '  FORGE_FOLLOWERS_LIMIT must be <= 100'].join('\n'),
   )
   t.notMatch(server.output(), TOKEN)
+})
+
+t.test('a GitHub App set mixed with FORGE_TOKEN, or partial, stops the process with exit code 1, naming the variables, never printing the key', async (t) => {
+  const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 })
+  const pem = privateKey.export({ type: 'pkcs8', format: 'pem' }) as string
+  const server = runServer({ FORGE_TOKEN: TOKEN, FORGE_APP_INSTALLATION_ID: '9001', FORGE_APP_PRIVATE_KEY: pem })
+  t.equal(await server.exited, 1)
+  t.equal(
+    server.output().trim(),
+    [
+      'Invalid configuration:',
+      '  FORGE_TOKEN must not be set with FORGE_APP_INSTALLATION_ID, FORGE_APP_PRIVATE_KEY: use a personal token or a GitHub App, not both',
+      '  FORGE_APP_ID must be set with FORGE_APP_INSTALLATION_ID, FORGE_APP_PRIVATE_KEY: a GitHub App needs its id, its installation id and its private key',
+    ].join('\n'),
+  )
+  t.notMatch(server.output(), TOKEN)
+  t.notMatch(server.output(), pem.split('\n')[1]!)
 })
 
 t.test('with a token it says which upstream it calls, sends the token there only, never prints it, and answers stars and forks', async (t) => {

@@ -1,6 +1,7 @@
 import fp from 'fastify-plugin'
 import { createRedisConnection, type RedisConnection } from '@repo/service-kit'
 import type { ForgeAggregatorConfig } from '../config.ts'
+import type { UpstreamCredentials } from '../upstream-credentials.ts'
 import { createProductionLock, type ProductionLock } from '../shared-cache/production-lock.ts'
 import { createSharedStore, namespaceFor, type SharedStore } from '../shared-cache/shared-store.ts'
 
@@ -22,7 +23,9 @@ declare module 'fastify' {
 }
 
 export interface SharedStorePluginOptions {
-  config: Pick<ForgeAggregatorConfig, 'REDIS_URL' | 'FORGE_API_URL' | 'FORGE_TOKEN' | 'FORGE_FOLLOWERS_LIMIT' | 'FORGE_MAX_REPO_PAGES' | 'FORGE_TIMEOUT_MS'>
+  config: Pick<ForgeAggregatorConfig, 'REDIS_URL' | 'FORGE_API_URL' | 'FORGE_FOLLOWERS_LIMIT' | 'FORGE_MAX_REPO_PAGES' | 'FORGE_TIMEOUT_MS'>
+  /** Whom the upstream answers: part of the namespace. */
+  credentials: UpstreamCredentials
 }
 
 /** How often a Redis set aside, or one a waiter depends on, is asked whether it answers again. */
@@ -34,12 +37,12 @@ const PROBE_INTERVAL_MS = 250
  * it, `app.sharedCache` is undefined.
  */
 export const sharedStore = fp<SharedStorePluginOptions>(
-  async (app, { config }) => {
+  async (app, { config, credentials }) => {
     if (!config.REDIS_URL) {
       app.decorate('sharedCache', undefined)
       return
     }
-    const namespace = namespaceFor(config)
+    const namespace = namespaceFor(config, credentials)
     const connection = createRedisConnection({
       target: { url: config.REDIS_URL },
       logger: app.log,

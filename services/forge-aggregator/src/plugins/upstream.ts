@@ -5,6 +5,7 @@ import { createForgeClient } from '../forge-client.ts'
 import { createForgeService, type ForgeService } from '../forge-service.ts'
 import { createUpstreamMetrics } from '../metrics.ts'
 import { RateLimitBudget } from '../rate-limit-budget.ts'
+import type { UpstreamCredentials } from '../upstream-credentials.ts'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -16,8 +17,10 @@ declare module 'fastify' {
 export interface UpstreamPluginOptions {
   config: Pick<
     ForgeAggregatorConfig,
-    'FORGE_API_URL' | 'FORGE_TOKEN' | 'FORGE_TIMEOUT_MS' | 'FORGE_FOLLOWERS_LIMIT' | 'FORGE_MAX_REPO_PAGES' | 'FORGE_BUDGET_RESERVE'
+    'FORGE_API_URL' | 'FORGE_TIMEOUT_MS' | 'FORGE_FOLLOWERS_LIMIT' | 'FORGE_MAX_REPO_PAGES' | 'FORGE_BUDGET_RESERVE'
   >
+  /** How the upstream is called: anonymously, with a token, or as a GitHub App installation. */
+  credentials: UpstreamCredentials
   /** Bytes of upstream bodies held for revalidation (`cacheMemory`). */
   heldBodyBytes: number
   /** The wall clock in ms: rate-limit resets are epoch seconds. */
@@ -32,13 +35,14 @@ export interface UpstreamPluginOptions {
  * `app.forge`; closes the client's connections with the app.
  */
 export const upstream = fp<UpstreamPluginOptions>(
-  async (app, { config, heldBodyBytes, now, dispatcher }) => {
+  async (app, { config, credentials, heldBodyBytes, now, dispatcher }) => {
     const metrics = createUpstreamMetrics(app.metrics)
     const store = app.sharedCache?.store
     const budget = new RateLimitBudget({ reserve: config.FORGE_BUDGET_RESERVE, now, store, onChange: metrics.observeBudget })
     const client = createForgeClient({
       baseUrl: config.FORGE_API_URL,
-      token: config.FORGE_TOKEN,
+      token: credentials.kind === 'token' ? credentials.token : undefined,
+      app: credentials.kind === 'app' ? credentials : undefined,
       timeoutMs: config.FORGE_TIMEOUT_MS,
       userAgent: 'forge-aggregator/1.0',
       revalidationMaxBytes: heldBodyBytes,
@@ -55,11 +59,12 @@ export const upstream = fp<UpstreamPluginOptions>(
         client,
         followersLimit: config.FORGE_FOLLOWERS_LIMIT,
         maxRepoPages: config.FORGE_MAX_REPO_PAGES,
-        hasToken: config.FORGE_TOKEN !== undefined,
+        authentication: credentials.kind === 'anonymous' ? 'anonymous' : credentials.kind,
       }),
     )
     app.addHook('onClose', () => client.close())
-    app.log.info({ upstream: config.FORGE_API_URL, authenticated: config.FORGE_TOKEN !== undefined, budgetReserve: config.FORGE_BUDGET_RESERVE }, 'forge upstream')
+    const githubApp = credentials.kind === 'app' ? { githubApp: { id: credentials.appId, installation: credentials.installationId } } : {}
+    app.log.info({ upstream: config.FORGE_API_URL, authenticated: credentials.kind !== 'anonymous', ...githubApp, budgetReserve: config.FORGE_BUDGET_RESERVE }, 'forge upstream')
   },
   { name: 'upstream', fastify: '5.x', dependencies: ['shared-store'] },
 )

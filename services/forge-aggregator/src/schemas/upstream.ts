@@ -45,6 +45,9 @@ export const UpstreamRepo = Type.Object({
 /** `GET /users/{user}/repos`, `GET /user/repos`. */
 export const UpstreamRepos = Type.Array(UpstreamRepo)
 
+/** `GET /installation/repositories`: one page of the installation's repositories. */
+export const UpstreamInstallationRepos = Type.Object({ total_count: Type.Integer({ minimum: 0 }), repositories: UpstreamRepos })
+
 /** One follower (`simple-user`). */
 export const UpstreamFollower = Type.Object({
   login: Type.String(),
@@ -72,6 +75,7 @@ export const UpstreamAuthenticatedUser = Type.Object({ login: Type.String() })
 
 export type UpstreamUser = Static<typeof UpstreamUser>
 export type UpstreamRepo = Static<typeof UpstreamRepo>
+export type UpstreamRepos = Static<typeof UpstreamRepos>
 export type UpstreamFollower = Static<typeof UpstreamFollower>
 export type UpstreamSearchResult = Static<typeof UpstreamSearchResult>
 export type UpstreamRepository = Static<typeof UpstreamRepository>
@@ -81,6 +85,7 @@ export type UpstreamAuthenticatedUser = Static<typeof UpstreamAuthenticatedUser>
 export const upstreamBodies = {
   user: TypeCompiler.Compile(UpstreamUser),
   repos: TypeCompiler.Compile(UpstreamRepos),
+  installationRepos: TypeCompiler.Compile(UpstreamInstallationRepos),
   followers: TypeCompiler.Compile(UpstreamFollowers),
   search: TypeCompiler.Compile(UpstreamSearchResult),
   repository: TypeCompiler.Compile(UpstreamRepository),
