@@ -2,7 +2,7 @@ import closeWithGrace from 'close-with-grace'
 import { pino } from 'pino'
 import type { Static, TObject } from '@sinclair/typebox'
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify'
-import { loadConfig } from '@repo/config'
+import { ConfigError, loadConfig } from '@repo/config'
 import { createLogger } from './logger.ts'
 
 /** Inside the 10 s an orchestrator waits between SIGTERM and SIGKILL. */
@@ -26,7 +26,8 @@ export interface ServiceDefinition<Schema extends TObject> {
   env: NodeJS.ProcessEnv
   /**
    * The service's `buildApp`: the whole app from its configuration, dependencies opened in its
-   * plugins and closed in their `onClose` hooks. Not yet listening.
+   * plugins and closed in their `onClose` hooks. Not yet listening. A `ConfigError` it throws
+   * (a rule across variables the schema cannot state) ends the start as an invalid variable does.
    */
   start(config: Readonly<Static<Schema>>, options: { logger: FastifyBaseLogger }): Promise<FastifyInstance>
 }
@@ -50,7 +51,7 @@ export async function runService<Schema extends TObject>(service: ServiceDefinit
   // 'exit' comes last, after close-with-grace has logged the shutdown or the crash.
   process.on('exit', () => destination.flushSync())
   const logger = createLogger(config.LOG_LEVEL, destination)
-  const app = await service.start(config, { logger })
+  const app = await service.start(config, { logger }).catch(exitOnConfigError)
 
   closeWithGrace({ delay: SHUTDOWN_DEADLINE_MS, logger }, async ({ signal, err }) => {
     if (err) logger.error({ err }, 'shutting down after an uncaught error')
@@ -65,7 +66,13 @@ function readConfig<Schema extends TObject>(service: ServiceDefinition<Schema>):
   try {
     return loadConfig(service.config, service.env) as Readonly<Static<Schema>> & ServerConfig
   } catch (error) {
-    console.error((error as Error).message)
-    process.exit(1)
+    return exitOnConfigError(error)
   }
+}
+
+/** Exits 1 with one line per bad variable (never a value, never a stack); any other error goes on. */
+function exitOnConfigError(error: unknown): never {
+  if (!(error instanceof ConfigError)) throw error
+  console.error(error.message)
+  process.exit(1)
 }

@@ -21,6 +21,13 @@ t.test('an invalid variable exits 1 with one line naming it, and never its value
   t.notMatch(service.output(), /many|"x"/)
 })
 
+t.test('a ConfigError thrown while building the app exits 1 with its lines, as an invalid variable does', async (t) => {
+  const service = startFixture({ GREETING: 'contradiction' })
+  t.equal(await service.exited, 1)
+  t.match(service.output(), /Invalid configuration:\n\s+GREETING contradicts itself/)
+  t.notMatch(service.output(), /at .*\(/, 'no stack frames')
+})
+
 t.test('SIGTERM lets the in-flight request finish, closes the dependencies after the app, and exits 0', async (t) => {
   const service = startFixture({})
   t.teardown(() => service.child.kill('SIGKILL'))

@@ -69,13 +69,3 @@ function readPrivateKey(config: Readonly<CredentialSettings>, named: string, rea
   problems.push(`${name} must be an RSA private key in PEM (the .pem file GitHub gives for the App)`)
   return undefined
 }
-
-/**
- * Ends a start that failed on the configuration as `loadConfig`'s own failures end: its lines on
- * stderr, exit code 1, no stack. Any other error goes on as it is.
- */
-export function exitOnConfigError(error: unknown): never {
-  if (!(error instanceof ConfigError)) throw error
-  console.error(error.message)
-  process.exit(1)
-}

@@ -3,7 +3,7 @@ import { generateKeyPairSync } from 'node:crypto'
 import { ConfigError, loadConfig } from '@repo/config'
 import { rootStartEnv } from '@repo/test-support'
 import { ForgeAggregatorConfig } from '../src/config.ts'
-import { credentialsFrom, exitOnConfigError } from '../src/upstream-credentials.ts'
+import { credentialsFrom } from '../src/upstream-credentials.ts'
 
 t.test('defaults: port 3000, api.github.com, octocat, no token, 10 s, 60 s, 30 followers, 10 pages, a day stale, 10% reserve, no Redis', async (t) => {
   t.same(loadConfig(ForgeAggregatorConfig, {}), {
@@ -122,9 +122,4 @@ t.test('a partial App set, an App with a token, two keys, an unreadable file or 
   )
   const badIds = t.throws(() => loadConfig(ForgeAggregatorConfig, { FORGE_APP_ID: 'app one', FORGE_APP_INSTALLATION_ID: 'x' })) as ConfigError
   t.same(badIds.problems, ['FORGE_APP_ID must match pattern "^(?:[0-9]+|Iv[0-9A-Za-z.]+)$"', 'FORGE_APP_INSTALLATION_ID must match pattern "^[0-9]+$"'])
-})
-
-t.test('a start that fails on anything but the configuration goes on failing as it is', async (t) => {
-  const odd = new Error('not about the configuration')
-  t.throws(() => exitOnConfigError(odd), odd)
 })
