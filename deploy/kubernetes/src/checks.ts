@@ -202,6 +202,24 @@ export interface ServiceDescription {
   config: TObject
   /** Seconds the service takes at most to shut down after SIGTERM (its own deadline). */
   shutdownSeconds: number
+  /** The resident memory (MiB) the service was measured to reach at most with these settings, when that depends on them. */
+  peakMemoryMiB?: (settings: Readonly<Record<string, unknown>>) => number
+}
+
+/**
+ * How much more than the measured peak a memory limit must hold: the measurement used a fake
+ * upstream's bodies on a busy machine, and a container over its limit is killed, not slowed.
+ */
+export const MEMORY_MARGIN = 1.5
+
+const QUANTITY = /^(\d+(?:\.\d+)?)(Ki|Mi|Gi|Ti|k|M|G|T)?$/
+const BYTES_PER: Readonly<Record<string, number>> = { '': 1, Ki: 2 ** 10, Mi: 2 ** 20, Gi: 2 ** 30, Ti: 2 ** 40, k: 1e3, M: 1e6, G: 1e9, T: 1e12 }
+
+/** A Kubernetes memory quantity (`512Mi`, `1Gi`, `500M`, `536870912`) in MiB; undefined for any other form. */
+export function mebibytesOf(quantity: string): number | undefined {
+  const match = QUANTITY.exec(quantity)
+  if (!match) return undefined
+  return (Number(match[1]) * BYTES_PER[match[2] ?? '']!) / 2 ** 20
 }
 
 /** The settings a container gets: literal values (ConfigMaps included) and those from Secrets. */
@@ -233,7 +251,7 @@ const portOf = (container: Container, port: number | string | undefined) =>
  */
 export function serviceProblems(objects: readonly KubernetesObject[], services: Readonly<Record<string, ServiceDescription>>): string[] {
   const problems: string[] = []
-  for (const [name, { config, shutdownSeconds }] of Object.entries(services)) {
+  for (const [name, { config, shutdownSeconds, peakMemoryMiB }] of Object.entries(services)) {
     const deployment = workloadsOf(objects).find((workload) => workload.kind === 'Deployment' && workload.metadata.name === name)
     const container = deployment?.spec.template.spec.containers.find((each) => each.name === name)
     if (!deployment || !container) {
@@ -251,11 +269,20 @@ export function serviceProblems(objects: readonly KubernetesObject[], services: 
     for (const variable of required.filter((each) => !names.includes(each) && config.properties[each]?.default === undefined)) {
       problem(`${variable} is required and not set`)
     }
-    let port: number | undefined
+    let settings: Readonly<Record<string, unknown>> | undefined
     try {
-      port = (loadConfig(config, environment.values) as { PORT: number }).PORT
+      settings = loadConfig(config, environment.values)
     } catch (error) {
       for (const line of (error as ConfigError).problems) problem(`${name} refuses its settings: ${line}`)
+    }
+    const port = settings?.PORT as number | undefined
+    // A missing limit is podProblems' to name.
+    const limit = container.resources?.limits?.memory
+    if (peakMemoryMiB && settings && limit !== undefined) {
+      const limitMiB = mebibytesOf(limit)
+      const peakMiB = Math.ceil(peakMemoryMiB(settings))
+      if (limitMiB === undefined) problem(`memory limit ${limit} is not a quantity this check reads (such as 512Mi)`)
+      else if (limitMiB < MEMORY_MARGIN * peakMiB) problem(`memory limit ${limit} is under ${MEMORY_MARGIN} × the ${peakMiB} MiB ${name} reaches with its settings`)
     }
     // Kubernetes puts variables for every Service in the namespace into the environment unless
     // told not to: a Service named `redis` means REDIS_PORT=tcp://…, a setting of items-list.

@@ -10,6 +10,15 @@ import type { ServiceDescription } from './checks.ts'
  * (@repo/service-kit).
  */
 export const SERVICES: Readonly<Record<string, ServiceDescription>> = {
-  'forge-aggregator': { config: ForgeAggregatorConfig, shutdownSeconds: 8 },
+  'forge-aggregator': {
+    config: ForgeAggregatorConfig,
+    shutdownSeconds: 8,
+    // Its in-process caches grow to FORGE_CACHE_MAX_MB (MiB). Measured with the heap Node sizes in
+    // a 512 MiB container and REDIS_URL set, as this base runs it (pnpm --dir
+    // services/forge-aggregator bench:memory --container-mb=512 --redis 8 32 64 128): peaks of
+    // 237, 239, 304 and 366 MiB; two runs fit 216–219 MiB + 1.16–1.31 × the setting. This line
+    // lies above every peak measured (README, "Memory").
+    peakMemoryMiB: (settings) => 225 + 1.6 * Number(settings.FORGE_CACHE_MAX_MB),
+  },
   'items-list': { config: ItemsListConfig, shutdownSeconds: 8 },
 }

@@ -2,6 +2,8 @@ import t from 'tap'
 import { fileURLToPath } from 'node:url'
 import { Type } from '@sinclair/typebox'
 import {
+  MEMORY_MARGIN,
+  mebibytesOf,
   podProblems,
   secretProblems,
   selects,
@@ -263,6 +265,46 @@ t.test('services: a setting the service requires, without a default, must be set
   t.notOk(serviceProblems(base, strict).some((problem) => problem.includes('PORT is required')), 'not one with a default')
   const lenient = { 'items-list': { config: Type.Object({ LOG_LEVEL: Type.Optional(Type.String()) }), shutdownSeconds: 8 } }
   t.notOk(serviceProblems(base, lenient).some((problem) => problem.includes('is required')), 'nothing when nothing is required')
+})
+
+t.test('services: memory quantities are read in MiB, whatever their unit; other forms are not read', async (t) => {
+  t.equal(mebibytesOf('512Mi'), 512)
+  t.equal(mebibytesOf('1Gi'), 1024)
+  t.equal(mebibytesOf('1.5Gi'), 1536)
+  t.equal(mebibytesOf('524288Ki'), 512)
+  t.equal(mebibytesOf('536870912'), 512)
+  t.equal(mebibytesOf('1Ti'), 1024 * 1024)
+  t.equal(mebibytesOf('500M'), 500e6 / 2 ** 20)
+  t.equal(mebibytesOf('2G'), 2e9 / 2 ** 20)
+  t.equal(mebibytesOf('1T'), 1e12 / 2 ** 20)
+  t.equal(mebibytesOf('64000k'), 64e6 / 2 ** 20)
+  for (const unread of ['', 'lots', '512 Mi', '512mi', '5e8', '-1Gi']) t.equal(mebibytesOf(unread), undefined, JSON.stringify(unread))
+})
+
+t.test('services: the memory limit holds what the service was measured to reach with its settings, with margin', async (t) => {
+  const check = (objects: KubernetesObject[]) => serviceProblems(objects, SERVICES)
+  const limits = (objects: KubernetesObject[]) => containerOf(objects, 'forge-aggregator').resources!.limits!
+  const peakWith = (cacheMb: number) => Math.ceil(SERVICES['forge-aggregator']!.peakMemoryMiB!({ FORGE_CACHE_MAX_MB: cacheMb }))
+  const peakAtDefault = peakWith(64)
+  t.ok(mebibytesOf(limits(base).memory!)! >= MEMORY_MARGIN * peakAtDefault, 'the base holds the default setting')
+
+  t.same(newProblems(check, (objects) => (limits(objects).memory = '384Mi')), [
+    `Deployment/forge-aggregator: memory limit 384Mi is under ${MEMORY_MARGIN} × the ${peakAtDefault} MiB forge-aggregator reaches with its settings`,
+  ])
+  t.same(
+    newProblems(check, (objects) => (dataOf(objects, 'forge-aggregator').FORGE_CACHE_MAX_MB = '256')),
+    [`Deployment/forge-aggregator: memory limit 512Mi is under ${MEMORY_MARGIN} × the ${peakWith(256)} MiB forge-aggregator reaches with its settings`],
+    'a larger cache needs a larger limit',
+  )
+  t.same(newProblems(check, (objects) => (limits(objects).memory = 'half a gig')), [
+    'Deployment/forge-aggregator: memory limit half a gig is not a quantity this check reads (such as 512Mi)',
+  ])
+  t.same(newProblems(check, (objects) => (limits(objects).memory = '1Gi')), [], 'a larger limit is fine')
+  t.same(newProblems(check, (objects) => delete limits(objects).memory), [], 'a missing limit is the pod check’s to name')
+  const refused = newProblems(check, (objects) => (dataOf(objects, 'forge-aggregator').FORGE_CACHE_MAX_MB = 'lots'))
+  t.ok(refused.includes('Deployment/forge-aggregator: forge-aggregator refuses its settings: FORGE_CACHE_MAX_MB must be integer'))
+  t.notOk(refused.some((problem) => problem.includes('memory limit')), 'settings it refuses give no memory figure')
+  t.same(newProblems(check, (objects) => (containerOf(objects, 'items-list').resources!.limits!.memory = '64Mi')), [], 'items-list has no measured figure to hold')
 })
 
 t.test('services: each service needs a Deployment with its container', async (t) => {

@@ -4,3 +4,4 @@ export { renderSwaggerUi, whyNoBrowser, CHROMIUM_PATH, type RenderedDocs } from 
 export { createPrivateRedis, startPrivateRedis, type PrivateRedis, type PrivateRedisOptions } from './redis-server.ts'
 export { rootStartEnv } from './turbo.ts'
 export { loadGeneratorHeadroom, MIN_HEADROOM } from './headroom.ts'
+export { exchangeRaw, type RawAnswer } from './raw-http.ts'

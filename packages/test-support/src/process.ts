@@ -50,13 +50,20 @@ export function runServiceSource(
 export function runProcess(
   command: string,
   args: string[],
-  options: { cwd: string; env: Record<string, string>; /** Its own process group, to stop it with all it started. */ detached?: boolean },
+  options: {
+    cwd: string
+    env: Record<string, string>
+    /** Its own process group, to stop it with all it started. */
+    detached?: boolean
+    /** Its stdout goes to /dev/null (see `runServiceSource`). */
+    discardStdout?: boolean
+  },
 ): RunningProcess {
   const executable = command === 'node' ? process.execPath : command
   const assignments = Object.entries(options.env).map(([key, value]) => `${key}=${value}`)
   const child = spawn('env', ['-i', ...assignments, executable, ...args], {
     cwd: options.cwd,
-    stdio: ['ignore', 'pipe', 'pipe'],
+    stdio: ['ignore', options.discardStdout ? 'ignore' : 'pipe', 'pipe'],
     detached: options.detached ?? false,
   })
   return watch(child)

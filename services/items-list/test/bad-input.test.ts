@@ -109,3 +109,65 @@ t.test('a body of up to 16 KiB is accepted', async (t) => {
   t.equal(res.statusCode, 201)
   t.same(await storedItems(), ['apple'])
 })
+
+// Issue 17: Fastify decoded any bytes as UTF-8, turning each invalid one into U+FFFD, so a 201
+// stored a name the client never sent. JSON is UTF-8 (RFC 8259 §8.1): anything else is refused.
+const notUtf8: { rule: string; payload: Buffer; contentType?: string }[] = [
+  // What `printf '{"name":"a\xffb"}'` sends.
+  { rule: 'a byte 0xFF inside the name', payload: Buffer.from('{"name":"a\xffb"}', 'latin1') },
+  {
+    rule: 'a UTF-16 surrogate encoded as UTF-8 (bytes ED A0 80) inside the name',
+    payload: Buffer.concat([Buffer.from('{"name":"a'), Buffer.from([0xed, 0xa0, 0x80]), Buffer.from('b"}')]),
+  },
+  {
+    rule: 'a body declared charset=latin1',
+    payload: Buffer.from('{"name":"caf\xe9"}', 'latin1'),
+    contentType: 'application/json; charset=latin1',
+  },
+  { rule: 'a plain-ASCII body declared charset=latin1', payload: Buffer.from('{"name":"cafe"}'), contentType: 'application/json; charset=latin1' },
+]
+
+for (const { rule, payload, contentType = 'application/json' } of notUtf8) {
+  t.test(`POST /items/ with ${rule} answers 400 Body is not valid UTF-8 JSON and changes nothing`, async (t) => {
+    await inspector.rPush('items', 'existing')
+    const res = await app.inject({ method: 'POST', url: '/items/', headers: { 'content-type': contentType }, payload })
+    t.equal(res.statusCode, 400)
+    t.same(res.json(), { detail: 'Body is not valid UTF-8 JSON' })
+    t.equal(res.headers['cache-control'], 'no-store')
+    t.same(await storedItems(), ['existing'])
+  })
+}
+
+t.test('POST /items/ with the same name in UTF-8, declared or not, stores it as sent', async (t) => {
+  for (const contentType of ['application/json', 'application/json; charset=utf-8', 'application/json;charset="UTF-8"']) {
+    const res = await app.inject({ method: 'POST', url: '/items/', headers: { 'content-type': contentType }, payload: Buffer.from('{"name":"café"}') })
+    t.equal(res.statusCode, 201, contentType)
+  }
+  t.same(await storedItems(), ['café', 'café', 'café'])
+})
+
+// Issue 17: Fastify refused these bodies with a 400 although their name was valid; the keys are
+// now dropped and the rest read as sent, so that nothing in a body can reach a prototype.
+const prototypeKeys = [
+  { rule: 'a __proto__ key', payload: '{"name":"p","__proto__":{}}' },
+  { rule: 'a __proto__ key holding fields', payload: '{"name":"p","__proto__":{"polluted":true,"name":"q"}}' },
+  { rule: 'a constructor key', payload: '{"name":"p","constructor":{"prototype":{"polluted":true}}}' },
+]
+
+for (const { rule, payload } of prototypeKeys) {
+  t.test(`POST /items/ with ${rule} answers 201 and appends exactly the name`, async (t) => {
+    await inspector.rPush('items', 'existing')
+    const res = await app.inject({ method: 'POST', url: '/items/', headers: JSON_HEADERS, payload })
+    t.equal(res.statusCode, 201)
+    t.same(res.json(), { message: 'Item added successfully' })
+    t.same(await storedItems(), ['existing', 'p'])
+    t.equal(({} as { polluted?: unknown }).polluted, undefined, 'no prototype was reached')
+  })
+}
+
+t.test('POST /items/ with a name only inside __proto__ answers 422: that name is never read', async (t) => {
+  const res = await app.inject({ method: 'POST', url: '/items/', headers: JSON_HEADERS, payload: '{"__proto__":{"name":"hidden"}}' })
+  t.equal(res.statusCode, 422)
+  t.same(res.json(), { detail: "body must have required property 'name'" })
+  t.same(await storedItems(), [])
+})

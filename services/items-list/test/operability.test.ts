@@ -130,3 +130,24 @@ t.test('TRUST_PROXY decides the client address the rate limit counts and the acc
   t.equal(await direct.inspector.get('rate-limit:items-list:127.0.0.1'), '1', 'unset, X-Forwarded-For is not believed')
   t.equal(await direct.inspector.get('rate-limit:items-list:203.0.113.7'), null)
 })
+
+// Issue 17: the not-found handler ran no rate limit, so past the limit a client could still send
+// (and have logged) any number of requests to paths that do not exist.
+t.test('RATE_LIMIT_PER_MINUTE covers unmatched routes: they count against the client’s limit on /items/ and get 429 past it', async (t) => {
+  const { app, inspector } = await buildService(t, { env: { RATE_LIMIT_PER_MINUTE: '3' } })
+  const key = 'rate-limit:items-list:127.0.0.1'
+
+  t.equal((await app.inject({ method: 'GET', url: '/nowhere' })).statusCode, 404)
+  t.equal((await app.inject({ method: 'POST', url: '/items/x/y', payload: { name: 'a' } })).statusCode, 404)
+  t.equal(await inspector.get(key), '2', 'both unmatched requests are counted, on the client’s one key')
+  t.equal((await app.inject({ method: 'GET', url: '/items/' })).statusCode, 200, 'the third request, on /items/, is still within the limit')
+
+  const onItems = await app.inject({ method: 'GET', url: '/items/' })
+  t.equal(onItems.statusCode, 429, '/items/ is refused: the 404s used up the allowance')
+  const unmatched = await app.inject({ method: 'GET', url: '/nowhere' })
+  t.equal(unmatched.statusCode, 429, 'and so is an unmatched route, instead of another 404')
+  t.same(unmatched.json(), { detail: 'Rate limit exceeded, retry in 1 minute' })
+  t.equal(unmatched.headers['retry-after'], '60')
+  t.match(unmatched.headers['x-request-id'], /^[0-9a-f-]{36}$/)
+  for (const url of ['/health', '/ready', '/metrics']) t.equal((await app.inject({ method: 'GET', url })).statusCode, 200, `${url} is never limited`)
+})
