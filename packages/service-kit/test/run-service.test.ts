@@ -28,6 +28,13 @@ t.test('a ConfigError thrown while building the app exits 1 with its lines, as a
   t.notMatch(service.output(), /at .*\(/, 'no stack frames')
 })
 
+t.test('any other error while building the app is not taken for a configuration error', async (t) => {
+  const service = startFixture({ GREETING: 'explode' })
+  t.equal(await service.exited, 1)
+  t.match(service.output(), 'the build failed')
+  t.notMatch(service.output(), 'Invalid configuration')
+})
+
 t.test('SIGTERM lets the in-flight request finish, closes the dependencies after the app, and exits 0', async (t) => {
   const service = startFixture({})
   t.teardown(() => service.child.kill('SIGKILL'))
