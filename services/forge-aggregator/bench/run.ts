@@ -38,7 +38,6 @@
  * something is functionally wrong (an answer that is not 200, differing bodies, a server that
  * does not start).
  */
-import { readFileSync } from 'node:fs'
 import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -47,7 +46,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { fileURLToPath } from 'node:url'
 import autocannon from 'autocannon'
 import { createClient } from 'redis'
-import { eventually, findFreePort, loadGeneratorHeadroom, MIN_HEADROOM, runServiceSource, startPrivateRedis, type RunningProcess } from '@repo/test-support'
+import { cpuMicros, eventually, findFreePort, loadGeneratorHeadroom, MIN_HEADROOM, runServiceSource, startPrivateRedis, type RunningProcess } from '@repo/test-support'
 import { Agent, request } from 'undici'
 import { DELAY_MS, FOLLOWERS_PER_USER, ISSUES_PER_USER, PRS_PER_USER, REPOS_PER_USER, type UpstreamCalls } from './fake-account.ts'
 
@@ -628,9 +627,9 @@ async function resetUpstream(): Promise<void> {
 
 /** Loads `url + path` for `seconds`; with `server`, also what the load cost that process in CPU. */
 async function load(url: string, path: string, seconds: number, server?: Server): Promise<LoadResult> {
-  const cpuBefore = cpuMicros(server)
+  const cpuBefore = cpuMicros(server?.process.child.pid)
   const result = await autocannon({ url, connections: CONNECTIONS, duration: seconds, requests: [{ method: 'GET', path }] })
-  const cpuAfter = cpuMicros(server)
+  const cpuAfter = cpuMicros(server?.process.child.pid)
   const failed = result.non2xx + result.errors
   expect(failed === 0, `${failed} of ${result.requests.total} requests to ${url}${path} failed or were not 2xx`)
   return {
@@ -645,24 +644,6 @@ async function load(url: string, path: string, seconds: number, server?: Server)
       cpuBefore === undefined || cpuAfter === undefined || result.requests.total === 0
         ? undefined
         : (cpuAfter - cpuBefore) / result.requests.total,
-  }
-}
-
-/**
- * CPU time (user + system, every thread) `child` has used, in µs, from /proc: on a shared
- * two-core machine the rate a server reaches moves with its neighbours, its cost per request
- * much less. Undefined where there is no /proc.
- */
-function cpuMicros(server: Server | undefined): number | undefined {
-  const pid = server?.process.child.pid
-  if (pid === undefined) return undefined
-  try {
-    // Fields 14 and 15 (utime, stime) in clock ticks of 10 ms (USER_HZ is 100 on Linux);
-    // the command name, field 2, is in parentheses and may hold spaces.
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ')
-    return (Number(fields[11]) + Number(fields[12])) * 10_000
-  } catch {
-    return undefined
   }
 }
 

@@ -24,7 +24,7 @@
 import { fileURLToPath } from 'node:url'
 import autocannon from 'autocannon'
 import { createClient } from 'redis'
-import { eventually, findFreePort, loadGeneratorHeadroom, runServiceSource, startPrivateRedis, type PrivateRedis, type RunningProcess } from '@repo/test-support'
+import { cpuMicros, eventually, findFreePort, loadGeneratorHeadroom, runServiceSource, startPrivateRedis, type PrivateRedis, type RunningProcess } from '@repo/test-support'
 import { NEW_ITEM, PREFILLED_NAMES } from './names.ts'
 
 const SERVICE_ROOT = fileURLToPath(new URL('..', import.meta.url))
@@ -41,6 +41,8 @@ interface Measurement {
   p50: number
   p99: number
   non2xx: number
+  /** CPU the server process spent per answered request (µs), all its threads; undefined without /proc. */
+  cpuMicrosPerRequest: number | undefined
 }
 
 type ServerKind = 'http ceiling' | 'stack ceiling' | 'service' | 'service, durable Redis'
@@ -55,6 +57,7 @@ interface Verdict {
   scenario: string
   'service / stack ceiling': string
   'HTTP ceiling / service': string
+  'CPU per request, stack / service': string
   result: string
   'service req/s, durable Redis': number
 }
@@ -108,7 +111,7 @@ async function measure(kind: ServerKind, request: autocannon.Request): Promise<M
   try {
     await load(port, request, WARMUP_SECONDS)
     await resetList(redisOf(kind))
-    return await load(port, request, MEASURE_SECONDS)
+    return await load(port, request, MEASURE_SECONDS, server.child.pid)
   } finally {
     server.child.kill('SIGTERM')
     await server.exited
@@ -122,6 +125,9 @@ function median(measurements: Measurement[]): Measurement {
     p50: middle(measurements.map((m) => m.p50)),
     p99: middle(measurements.map((m) => m.p99)),
     non2xx: measurements.reduce((sum, m) => sum + m.non2xx, 0),
+    cpuMicrosPerRequest: measurements.some((m) => m.cpuMicrosPerRequest === undefined)
+      ? undefined
+      : middle(measurements.map((m) => m.cpuMicrosPerRequest!)),
   }
 }
 
@@ -148,18 +154,23 @@ async function startServer(kind: ServerKind, port: number): Promise<RunningProce
   throw new Error(`${kind} did not start:\n${server.output()}`)
 }
 
-async function load(port: number, request: autocannon.Request, seconds: number): Promise<Measurement> {
+/** Loads the server on `port` for `seconds`; with `pid`, also what the load cost that process in CPU. */
+async function load(port: number, request: autocannon.Request, seconds: number, pid?: number): Promise<Measurement> {
+  const cpuBefore = cpuMicros(pid)
   const result = await autocannon({
     url: `http://127.0.0.1:${port}`,
     connections: CONNECTIONS,
     duration: seconds,
     requests: [request],
   })
+  const cpuAfter = cpuMicros(pid)
   return {
     requestsPerSecond: result.requests.average,
     p50: result.latency.p50,
     p99: result.latency.p99,
     non2xx: result.non2xx + result.errors,
+    cpuMicrosPerRequest:
+      cpuBefore === undefined || cpuAfter === undefined || result.requests.total === 0 ? undefined : (cpuAfter - cpuBefore) / result.requests.total,
   }
 }
 
@@ -173,7 +184,13 @@ function report(label: string, results: Map<ServerKind, Measurement>): Verdict {
     Object.fromEntries(
       [...results].map(([kind, m]) => [
         kind,
-        { 'req/s': Math.round(m.requestsPerSecond), 'p50 ms': m.p50, 'p99 ms': m.p99, 'non-2xx/errors': m.non2xx },
+        {
+          'req/s': Math.round(m.requestsPerSecond),
+          'p50 ms': m.p50,
+          'p99 ms': m.p99,
+          'CPU µs/request': m.cpuMicrosPerRequest === undefined ? '' : Math.round(m.cpuMicrosPerRequest),
+          'non-2xx/errors': m.non2xx,
+        },
       ]),
     ),
   )
@@ -184,6 +201,16 @@ function report(label: string, results: Map<ServerKind, Measurement>): Verdict {
   console.log(`  service / stack ceiling: ${vsStack.toFixed(2)}  (target >= ${TARGET_VS_STACK})${clientBound || met ? '' : '  BELOW TARGET'}`)
   console.log(`  service / HTTP ceiling:  ${vsHttp.toFixed(2)}`)
   console.log(`  ${line}`)
+  const byCpu =
+    stack.cpuMicrosPerRequest === undefined || service.cpuMicrosPerRequest === undefined
+      ? undefined
+      : stack.cpuMicrosPerRequest / service.cpuMicrosPerRequest
+  if (byCpu !== undefined) {
+    console.log(
+      `  CPU per request, stack ceiling / service: ${byCpu.toFixed(2)} (the same comparison by cost rather than rate: ` +
+        'less swayed by the load generator and by what else runs on the machine)',
+    )
+  }
   console.log(
     `  on a durable Redis (appendonly yes, appendfsync always) the service answers ${Math.round(durable.requestsPerSecond)} req/s ` +
       '(absolute, not a ratio: an fsync per write would cap the ceilings as much as the service)\n',
@@ -192,6 +219,7 @@ function report(label: string, results: Map<ServerKind, Measurement>): Verdict {
     scenario: label,
     'service / stack ceiling': `${vsStack.toFixed(2)} (target >= ${TARGET_VS_STACK})`,
     'HTTP ceiling / service': headroom.toFixed(2),
+    'CPU per request, stack / service': byCpu === undefined ? '' : byCpu.toFixed(2),
     result: clientBound ? 'CLIENT-BOUND: ratio means nothing' : met ? 'PASS' : 'BELOW TARGET',
     'service req/s, durable Redis': Math.round(durable.requestsPerSecond),
   }
