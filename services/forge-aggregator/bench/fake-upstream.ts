@@ -13,9 +13,16 @@
  * counted). POST /__trouble?status=502[&resource=core|search][&spent=1] makes it answer every call
  * (of that resource) with that status from then on, with `X-RateLimit-Remaining: 0` and a reset
  * an hour away when `spent`, as a rate limit that ran out does; POST /__reset ends the trouble.
- * Usage: PORT=<port> node bench/fake-upstream.ts
+ *
+ * GitHub App (DESIGN §13): `POST /app/installations/:id/access_tokens` mints an installation
+ * token that expires an hour later, `GET /app/installations/:id` names the account; both take any
+ * well-formed RS256 JWT as a Bearer (its signature and claims are what test/github-app.test.ts
+ * checks against a stricter fake), answer after DELAY_MS, are counted apart (`app`, not `total`)
+ * and never meet the trouble. With FAKE_APP_INSTALLATION_ID set (App mode), every other route
+ * answers 401 unless called with `Authorization: Bearer <a live token it minted>`.
+ * Usage: PORT=<port> [FAKE_APP_INSTALLATION_ID=<id>] node bench/fake-upstream.ts
  */
-import { createHash } from 'node:crypto'
+import { createHash, randomBytes } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import { setTimeout as sleep } from 'node:timers/promises'
 import Fastify, { type FastifyReply } from 'fastify'
@@ -26,6 +33,7 @@ import {
   PRS_PER_USER,
   REPOS_PER_USER,
   type RouteName,
+  type AppCalls,
   type UpstreamCalls,
 } from './fake-account.ts'
 
@@ -74,10 +82,48 @@ interface Trouble {
 
 type RouteResource = 'core' | 'search'
 
+/** GitHub's installation tokens live an hour. */
+const TOKEN_LIFETIME_MS = 60 * 60 * 1000
+/** Set: App mode, every REST route needs an installation token minted here. */
+const appInstallationId = process.env.FAKE_APP_INSTALLATION_ID
+/** Tokens minted, and when each expires. */
+const liveTokens = new Map<string, number>()
+const appCalls: AppCalls = { tokensMinted: 0, installationLookups: 0, refused: 0 }
+
 let calls: UpstreamCalls = freshCalls()
 let trouble: Trouble | undefined
 
 const app = Fastify()
+
+app.addHook('onRequest', async (request, reply) => {
+  if (appInstallationId === undefined || request.url.startsWith('/__') || request.url.startsWith('/app/')) return
+  const token = /^Bearer (\S+)$/.exec(request.headers.authorization ?? '')?.[1]
+  const expiresAt = token === undefined ? undefined : liveTokens.get(token)
+  if (expiresAt !== undefined && Date.now() < expiresAt) return
+  calls.total++
+  appCalls.refused++
+  return reply.code(401).send({ message: 'Bad credentials', documentation_url: 'https://docs.github.com/rest' })
+})
+
+app.post<{ Params: { id: string } }>('/app/installations/:id/access_tokens', async (request, reply) => {
+  if (!isWellFormedJwt(request.headers.authorization)) return reply.code(401).send({ message: 'A JSON web token could not be decoded' })
+  if (request.params.id !== appInstallationId) return reply.code(404).send({ message: 'Not Found' })
+  appCalls.tokensMinted++
+  await sleep(Math.max(0, DELAY_MS - reply.elapsedTime))
+  const token = `ghs_${randomBytes(18).toString('hex')}`
+  const expiresAt = Date.now() + TOKEN_LIFETIME_MS
+  liveTokens.set(token, expiresAt)
+  // GitHub's format: whole seconds, UTC.
+  return reply.code(201).send({ token, expires_at: new Date(expiresAt).toISOString().replace(/\.\d{3}Z$/, 'Z'), repository_selection: 'all' })
+})
+
+app.get<{ Params: { id: string } }>('/app/installations/:id', async (request, reply) => {
+  if (!isWellFormedJwt(request.headers.authorization)) return reply.code(401).send({ message: 'A JSON web token could not be decoded' })
+  if (request.params.id !== appInstallationId) return reply.code(404).send({ message: 'Not Found' })
+  appCalls.installationLookups++
+  await sleep(Math.max(0, DELAY_MS - reply.elapsedTime))
+  return { id: Number(appInstallationId), account: { login: FIXTURE_LOGIN, type: 'User' }, repository_selection: 'all' }
+})
 
 app.get('/__calls', async () => calls)
 app.post('/__reset', async () => {
@@ -166,6 +212,19 @@ async function answer(
   return notModified ? reply.code(304).send() : reply.send(text)
 }
 
+/** `Bearer <header>.<claims>.<signature>`, an RS256 header and the claims GitHub reads (iss, iat, exp). */
+function isWellFormedJwt(authorization: string | undefined): boolean {
+  const parts = /^Bearer ([\w-]+)\.([\w-]+)\.([\w-]+)$/.exec(authorization ?? '')
+  if (!parts) return false
+  try {
+    const header = JSON.parse(Buffer.from(parts[1]!, 'base64url').toString()) as { alg?: unknown }
+    const claims = JSON.parse(Buffer.from(parts[2]!, 'base64url').toString()) as { iss?: unknown; iat?: unknown; exp?: unknown }
+    return header.alg === 'RS256' && typeof claims.iss === 'string' && typeof claims.iat === 'number' && typeof claims.exp === 'number'
+  } catch {
+    return false
+  }
+}
+
 function freshCalls(): UpstreamCalls {
-  return { total: 0, notModified: 0, troubled: 0, afterFirstTrouble: 0, byRoute: { user: 0, repos: 0, followers: 0, search: 0 } }
+  return { app: appCalls, total: 0, notModified: 0, troubled: 0, afterFirstTrouble: 0, byRoute: { user: 0, repos: 0, followers: 0, search: 0 } }
 }

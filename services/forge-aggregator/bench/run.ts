@@ -30,7 +30,10 @@
  *   5. Upstream economy (DESIGN §7): 200 requests over 20 cold users and a herd of 200 for one
  *      user, on one process and on 3 processes sharing one Redis (target: the calls of one
  *      process), a user answered by one replica and asked of the others (target 0), stale
- *      answers through a 502 upstream, a spent core budget and a spent search budget.
+ *      answers through a 502 upstream, a spent core budget and a spent search budget; with a
+ *      personal token, then again as a GitHub App installation (a second fake, in App mode, that
+ *      answers REST calls only to the installation tokens it minted), tokens minted shown apart.
+ *      `pnpm bench --economy` runs this step alone.
  *
  * The exact calls of one answer, of a herd, of a cache hit and of a revalidation are rules the
  * tests assert (test/users.test.ts, test/caching.test.ts); here they are only shown.
@@ -38,6 +41,7 @@
  * something is functionally wrong (an answer that is not 200, differing bodies, a server that
  * does not start).
  */
+import { generateKeyPairSync } from 'node:crypto'
 import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -51,6 +55,13 @@ import { Agent, request } from 'undici'
 import { DELAY_MS, FOLLOWERS_PER_USER, ISSUES_PER_USER, PRS_PER_USER, REPOS_PER_USER, type UpstreamCalls } from './fake-account.ts'
 
 const SERVICE_ROOT = fileURLToPath(new URL('..', import.meta.url))
+/** `--economy`: only step 5, the upstream economy (with a token and as a GitHub App). */
+const ONLY_ECONOMY = process.argv.includes('--economy')
+/** A personal token as the service would be given one; the fake upstream does not check it. */
+const BENCH_TOKEN = 'ghp_benchtoken000000000000000000000000000'
+/** The GitHub App of the economy's second pass; its key is generated into the scratch directory. */
+const APP_ID = '424242'
+const APP_INSTALLATION_ID = '9001'
 const REPLICAS = 3
 /** The spread workload: 200 requests over 20 cold users, in rounds of one request per user. */
 const SPREAD_USERS = 20
@@ -141,10 +152,12 @@ try {
   const fake = await startServer('fake upstream', 'bench/fake-upstream.ts', {}, '/__calls')
   upstream = fake.url
   try {
-    const direct = await directRoundTrip()
-    await cold(direct)
-    await cacheHits()
-    await revalidation()
+    if (!ONLY_ECONOMY) {
+      const direct = await directRoundTrip()
+      await cold(direct)
+      await cacheHits()
+      await revalidation()
+    }
     await economy()
   } finally {
     await stop(fake)
@@ -388,73 +401,134 @@ async function revalidation(): Promise<void> {
 interface EconomyRow {
   situation: string
   'one process': string
-  '3 replicas, one Redis': string
+  '3 replicas, token': string
+  '3 replicas, App': string
   target: string
-  result: string
+  'result, token': string
+  'result, App': string
+}
+
+/** What one pass of the economy measured on 3 replicas sharing one Redis. */
+interface EconomyPass {
+  spread: number
+  herd: number
+  relayed: number
+  stale: { ok: number; withAge: number }
+  spent: { knownOk: number; newLimited: number; callsAfter: number }
+  partial: { calls: number; partial: number }
+  /** Installation tokens minted by each group of replicas (App only; not REST calls). */
+  minted: number[]
+  /** REST calls the upstream refused 401 (App only: a call without a live installation token). */
+  refused: number
 }
 
 /**
- * 6. Upstream economy (DESIGN §7): the workloads of the README's table, on one process and on
- * three processes sharing one Redis (each group on fresh processes and an empty Redis).
+ * 5. Upstream economy (DESIGN §7): the workloads of the README's table, on one process and on
+ * three processes sharing one Redis (each group on fresh processes and an empty Redis), first
+ * with a personal token, then as a GitHub App installation (DESIGN §13) against a fake GitHub
+ * that answers REST calls only to the installation tokens it minted: the same targets hold.
  */
 async function economy(): Promise<void> {
+  const alone = await withServices(1, { FORGE_TOKEN: BENCH_TOKEN }, async ([url]) => ({ spread: await spread([url!]), herd: await herdOver([url!]) }))
+  const token = await economyPass({ FORGE_TOKEN: BENCH_TOKEN })
+
+  const keyFile = join(scratch, 'forge-app.pem')
+  const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 })
+  await writeFile(keyFile, privateKey.export({ type: 'pkcs8', format: 'pem' }))
+  const appFake = await startServer('fake upstream (App mode)', 'bench/fake-upstream.ts', { FAKE_APP_INSTALLATION_ID: APP_INSTALLATION_ID }, '/__calls')
+  const tokenUpstream = upstream
+  upstream = appFake.url
+  let app: EconomyPass
+  try {
+    app = await economyPass({ FORGE_APP_ID: APP_ID, FORGE_APP_INSTALLATION_ID: APP_INSTALLATION_ID, FORGE_APP_PRIVATE_KEY_FILE: keyFile })
+  } finally {
+    upstream = tokenUpstream
+    await stop(appFake)
+  }
+
   const rows: EconomyRow[] = []
-  const row = (situation: string, one: string, replicas: string, target: string, met: boolean) =>
-    rows.push({ situation, 'one process': one, '3 replicas, one Redis': replicas, target, result: verdict(met) })
-
-  const alone = await withServices(1, {}, async ([url]) => ({ spread: await spread([url!]), herd: await herdOver([url!]) }))
-  await withServices(REPLICAS, { REDIS_URL: redisUrl }, async (urls) => {
-    const spreadOver = await spread(urls)
-    row(
-      `${SPREAD_REQUESTS} requests over ${SPREAD_USERS} cold users`,
-      `${alone.spread.toFixed(2)} calls/request`,
-      `${spreadOver.toFixed(2)} calls/request`,
-      `<= ${TARGET.spreadCallsPerRequest}`,
-      spreadOver <= TARGET.spreadCallsPerRequest,
-    )
-    const herdCalls = await herdOver(urls)
-    row(`${HERD} concurrent requests for one cold user`, `${alone.herd} calls`, `${herdCalls} calls`, '5 (<= 6)', herdCalls <= 6)
-    const relayed = await acrossReplicas(urls)
-    row('a user answered by replica 1, then asked of replicas 2 and 3', '', `${relayed} calls`, '0', relayed === 0)
-  })
-  await withServices(REPLICAS, { REDIS_URL: redisUrl, FORGE_CACHE_TTL_SECONDS: '1' }, async (urls) => {
-    const stale = await staleThroughTrouble(urls)
-    row(
-      'whole upstream answering 502, users answered before (TTL passed)',
-      '',
-      `${stale.ok}/${SPREAD_USERS} × 200 with their last answer, ${stale.withAge} with Age`,
-      '200 with their last answer, Age',
-      stale.ok === SPREAD_USERS && stale.withAge === SPREAD_USERS,
-    )
-  })
-  await withServices(REPLICAS, { REDIS_URL: redisUrl, FORGE_CACHE_TTL_SECONDS: '1' }, async (urls) => {
-    const spent = await coreBudgetSpent(urls)
-    row(
-      `anonymous core budget exhausted, ${MIXED_REQUESTS} requests half for known users`,
-      '',
+  const row = (situation: string, one: string, target: string, figure: (pass: EconomyPass) => string, met: (pass: EconomyPass) => boolean) =>
+    rows.push({
+      situation,
+      'one process': one,
+      '3 replicas, token': figure(token),
+      '3 replicas, App': figure(app),
+      target,
+      'result, token': verdict(met(token)),
+      'result, App': verdict(met(app)),
+    })
+  row(
+    `${SPREAD_REQUESTS} requests over ${SPREAD_USERS} cold users`,
+    `${alone.spread.toFixed(2)} calls/request`,
+    `<= ${TARGET.spreadCallsPerRequest}`,
+    (pass) => `${pass.spread.toFixed(2)} calls/request`,
+    (pass) => pass.spread <= TARGET.spreadCallsPerRequest,
+  )
+  row(`${HERD} concurrent requests for one cold user`, `${alone.herd} calls`, '5 (<= 6)', (pass) => `${pass.herd} calls`, (pass) => pass.herd <= 6)
+  row('a user answered by replica 1, then asked of replicas 2 and 3', '', '0', (pass) => `${pass.relayed} calls`, (pass) => pass.relayed === 0)
+  row(
+    'whole upstream answering 502, users answered before (TTL passed)',
+    '',
+    '200 with their last answer, Age',
+    ({ stale }) => `${stale.ok}/${SPREAD_USERS} × 200 with their last answer, ${stale.withAge} with Age`,
+    ({ stale }) => stale.ok === SPREAD_USERS && stale.withAge === SPREAD_USERS,
+  )
+  row(
+    `core budget exhausted, ${MIXED_REQUESTS} requests half for known users`,
+    '',
+    'known 30/30, new 403 + Retry-After, <= 2 calls after the first 403',
+    ({ spent }) =>
       `known 200 (stale) ${spent.knownOk}/${MIXED_REQUESTS / 2}, new 403 + Retry-After ${spent.newLimited}/${MIXED_REQUESTS / 2}, ` +
-        `${spent.callsAfter} calls after the first 403`,
-      'known 30/30, new 403 + Retry-After, <= 2 calls after the first 403',
-      spent.knownOk === MIXED_REQUESTS / 2 && spent.newLimited === MIXED_REQUESTS / 2 && spent.callsAfter <= 2,
-    )
+      `${spent.callsAfter} calls after the first 403`,
+    ({ spent }) => spent.knownOk === MIXED_REQUESTS / 2 && spent.newLimited === MIXED_REQUESTS / 2 && spent.callsAfter <= 2,
+  )
+  row(
+    'search budget exhausted, one user asked 20 more times within its TTL',
+    '',
+    '0 calls, still marked partial',
+    ({ partial }) => `${partial.calls} calls, ${partial.partial}/20 marked partial`,
+    ({ partial }) => partial.calls === 0 && partial.partial === 20,
+  )
+  // Not REST calls: a token is minted with the App's JWT, on the App's quota, not the installation's.
+  // A replica mints on its first upstream call: one that only served answers from Redis mints none.
+  const groups = app.minted.length
+  rows.push({
+    situation: 'installation tokens minted per group of replicas (not counted above)',
+    'one process': '',
+    '3 replicas, token': '',
+    '3 replicas, App': `${app.minted.join(', ')} over ${groups} groups; ${app.refused} calls refused 401`,
+    target: `<= ${REPLICAS} (one per replica that called), 0 refused`,
+    'result, token': '',
+    'result, App': verdict(app.minted.every((minted) => minted >= 1 && minted <= REPLICAS) && app.refused === 0),
   })
-  await withServices(REPLICAS, { REDIS_URL: redisUrl }, async (urls) => {
-    const partial = await searchBudgetSpent(urls)
-    row(
-      'search budget exhausted, one user asked 20 more times within its TTL',
-      '',
-      `${partial.calls} calls, ${partial.partial}/20 marked partial`,
-      '0 calls, still marked partial',
-      partial.calls === 0 && partial.partial === 20,
-    )
-  })
+  expect(app.refused === 0, `${app.refused} REST calls of the App were refused 401 (no live installation token)`)
 
-  console.log(`5. Upstream economy: one process, and ${REPLICAS} processes sharing one Redis (REDIS_URL)`)
+  console.log(`5. Upstream economy: one process, and ${REPLICAS} processes sharing one Redis (REDIS_URL), with a personal token and as a GitHub App`)
   console.table(Object.fromEntries(rows.map(({ situation, ...rest }) => [situation, rest])))
   console.log('')
-  for (const { situation, result, ...rest } of rows) {
-    summary.push({ figure: situation, value: rest['3 replicas, one Redis'], target: rest.target, result })
+  for (const { situation, target, ...rest } of rows) {
+    if (rest['result, token'] !== '') summary.push({ figure: situation, value: rest['3 replicas, token'], target, result: rest['result, token'] })
+    summary.push({ figure: `${situation}, App`, value: rest['3 replicas, App'], target, result: rest['result, App'] })
   }
+}
+
+/** The economy's workloads on 3 replicas sharing one Redis, `env` added to each. */
+async function economyPass(env: Record<string, string>): Promise<EconomyPass> {
+  const minted: number[] = []
+  const refusedBefore = (await upstreamCalls()).app.refused
+  /** `withServices`, noting the tokens its replicas minted. */
+  const replicas = async <T>(extra: Record<string, string>, body: (urls: string[]) => Promise<T>): Promise<T> => {
+    const before = (await upstreamCalls()).app.tokensMinted
+    const result = await withServices(REPLICAS, { ...env, REDIS_URL: redisUrl, ...extra }, body)
+    minted.push((await upstreamCalls()).app.tokensMinted - before)
+    return result
+  }
+  const shared = await replicas({}, async (urls) => ({ spread: await spread(urls), herd: await herdOver(urls), relayed: await acrossReplicas(urls) }))
+  const stale = await replicas({ FORGE_CACHE_TTL_SECONDS: '1' }, staleThroughTrouble)
+  const spent = await replicas({ FORGE_CACHE_TTL_SECONDS: '1' }, coreBudgetSpent)
+  const partial = await replicas({}, searchBudgetSpent)
+  const refused = (await upstreamCalls()).app.refused - refusedBefore
+  return { ...shared, stale, spent, partial, minted: env.FORGE_APP_ID === undefined ? [] : minted, refused }
 }
 
 /** Runs `body` with `count` services (`env` added), on an empty Redis and a reset upstream. */

@@ -41,6 +41,10 @@ export interface AppUpstream {
   refuseTokens: boolean
   /** Rate-limit headers sent with every installation call's answer. */
   rateLimit: Record<string, string>
+  /** How long every installation call is answered after it arrived (ms); the App's endpoints answer at once. */
+  delayMs: number
+  /** When set, every installation call with a live token is answered this status (the upstream in trouble). */
+  failWith: number | undefined
 }
 
 function json(response: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
@@ -68,6 +72,8 @@ export async function startAppUpstream(t: Test, clock: TestClock): Promise<AppUp
     refuseTokens: false,
     mintBody: undefined,
     rateLimit: { 'x-ratelimit-limit': '5000', 'x-ratelimit-remaining': '4999', 'x-ratelimit-reset': String(Math.floor(clock.now() / 1000) + 3600) },
+    delayMs: 0,
+    failWith: undefined,
   }
 
   function isValidJwt(authorization: string): boolean {
@@ -139,7 +145,10 @@ export async function startAppUpstream(t: Test, clock: TestClock): Promise<AppUp
     const token = authorization.replace(/^Bearer /, '')
     const expiresAt = live.get(token)
     if (upstream.refuseTokens || expiresAt === undefined || clock.now() >= expiresAt) return json(response, 401, { message: 'Bad credentials' })
-    answerInstallation(url, response, ifNoneMatch)
+    const failWith = upstream.failWith
+    const answer = () => (failWith === undefined ? answerInstallation(url, response, ifNoneMatch) : json(response, failWith, { message: 'Upstream trouble' }))
+    if (upstream.delayMs === 0) return answer()
+    setTimeout(answer, upstream.delayMs)
   })
   const env: TestEnv = {
     FORGE_API_URL: server.url,
