@@ -11,7 +11,7 @@ export interface RunningProcess {
   output(): string
   /** Resolves with the first match of `pattern` in the output, waiting for it to appear. */
   waitFor(pattern: RegExp, timeoutMs?: number): Promise<RegExpMatchArray>
-  /** Resolves with the exit code once the process has exited (null when a signal ended it). */
+  /** Resolves with the exit code once the process has exited and all its output is read (null when a signal ended it). */
   exited: Promise<number | null>
 }
 
@@ -84,7 +84,8 @@ function watch(child: ChildProcess): RunningProcess {
   }
   child.stdout?.on('data', append)
   child.stderr?.on('data', append)
-  const exited = once(child, 'exit').then(([code]) => code as number | null)
+  // 'close', not 'exit': the process may exit before its output has been read to the end.
+  const exited = once(child, 'close').then(([code]) => code as number | null)
 
   return {
     child,
