@@ -13,4 +13,10 @@ set -euo pipefail
 
 node_dir=$(dirname "$(node -p process.execPath)")
 export PATH="$node_dir:$PATH"
+
+# `tap` gives each test file the package's `tap.timeout` (seconds) through TAP_TIMEOUT; the tap
+# runner starts the files with plain `node`, where a file's root test would otherwise time out
+# after tap's default 30 s (service-kit's 408 test waits 30 s on purpose).
+TAP_TIMEOUT=$(node -p "require('./package.json').tap?.timeout ?? 30")
+export TAP_TIMEOUT
 exec stryker run "$@"

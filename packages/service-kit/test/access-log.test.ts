@@ -29,12 +29,13 @@ t.test('a request is logged once, when its answer has been sent: method, url, st
   t.notMatch(JSON.stringify(line), 'secret', 'no header is logged')
 })
 
-t.test('at debug level the incoming request is logged too', async (t) => {
+t.test('at debug level the incoming request is logged too, with its method and URL', async (t) => {
   const lines = await serveOnce('debug')
   t.same(
     lines.map((line) => line.msg),
     ['incoming request', 'request completed'],
   )
+  t.match(lines[0], { level: 20, req: { method: 'GET', url: '/things/7?full=1' } })
 })
 
 t.test('a response that failed on the wire is logged as an error, under err', async (t) => {

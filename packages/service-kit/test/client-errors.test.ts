@@ -47,6 +47,7 @@ t.test('a header too large is answered 431 in the service shape, with a request 
   t.equal(headerOf(head, 'x-content-type-options'), 'nosniff')
   t.equal(headerOf(head, 'cache-control'), 'no-store')
   t.equal(headerOf(head, 'content-type'), 'application/json; charset=utf-8')
+  t.equal(headerOf(head, 'content-length'), String(Buffer.byteLength(body)), 'the length of the body sent')
   const logged = lines.filter((line) => line.msg === 'client error')
   t.equal(logged.length, 1, 'one line')
   t.match(logged[0], { level: 30, statusCode: 431, reason: 'HPE_HEADER_OVERFLOW' })
@@ -73,6 +74,36 @@ t.test('HTTP/1.1 without Host is answered 400 in the service shape', async (t) =
   t.same(JSON.parse(body), { detail: 'Host header is required' })
   t.match(headerOf(head, 'x-request-id'), UUID)
   t.equal(headerOf(head, 'cache-control'), 'no-store')
+})
+
+t.test('HTTP/1.0 without Host is served: Host is required from HTTP/1.1 on', async (t) => {
+  const { head, body } = await exchange(t, 'GET /health HTTP/1.0\r\n\r\n')
+  t.match(head, /^HTTP\/1\.[01] 200 /)
+  t.same(JSON.parse(body), { status: 'ok' })
+})
+
+t.test('a client that goes on sending after a client error is disconnected about a second after its answer', async (t) => {
+  const { app } = await buildService(t)
+  await app.listen({ host: '127.0.0.1', port: 0 })
+  const { port } = app.server.address() as { port: number }
+  // allowHalfOpen: the client does not close its side when the server closes its own.
+  const socket = connect({ port, host: '127.0.0.1', allowHalfOpen: true })
+  socket.on('error', () => {})
+  t.teardown(() => socket.destroy())
+  const closed = new Promise((resolve) => socket.on('close', resolve))
+  let answer = ''
+  socket.setEncoding('latin1')
+  socket.on('data', (chunk: string) => (answer += chunk))
+  await once(socket, 'connect')
+  socket.write('GET /health HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nab')
+  await once(socket, 'end')
+  const answered = performance.now()
+  t.match(answer, /^HTTP\/1\.1 400 /)
+  // What it goes on sending is read and dropped until the server lets the connection go.
+  const sending = setInterval(() => socket.destroyed || socket.write('x'), 50)
+  t.teardown(() => clearInterval(sending))
+  const seconds = await Promise.race([closed.then(() => (performance.now() - answered) / 1000), new Promise((resolve) => setTimeout(resolve, 5_000, 'still open'))])
+  t.ok(typeof seconds === 'number' && seconds >= 0.9 && seconds < 2, `closed ${String(seconds)} s after the answer`)
 })
 
 t.test('a request trickled in too slowly is answered 408 within a second of 30 s, headers and body alike', async (t) => {

@@ -35,6 +35,29 @@ t.test('a body that declares another charset is answered 400; UTF-8, declared or
   }
 })
 
+t.test('only UTF-8 is read: a body declaring any other charset is answered 400, even when its bytes would pass', async (t) => {
+  const { app } = await buildService(t)
+  // Plain ASCII: valid UTF-8 too, so only the declared charset can refuse it.
+  const ascii = '{"name":"cafe"}'
+  for (const contentType of [
+    'application/json; charset=latin1',
+    'application/json;charset=latin1',
+    'application/json; charset="utf-16"',
+    'application/json; charset = latin1',
+    'application/json; charset=x-utf-8',
+    'application/json; charset=utf-8y',
+  ]) {
+    const res = await app.inject(post(ascii, contentType))
+    t.equal(res.statusCode, 400, contentType)
+    t.same(res.json(), { detail: 'Body is not valid UTF-8 JSON' }, contentType)
+  }
+  for (const contentType of ['application/json; charset=utf8', 'application/json; charset=UTF8', 'application/json; charset=Utf-8']) {
+    const res = await app.inject(post(ascii, contentType))
+    t.equal(res.statusCode, 200, contentType)
+    t.same(res.json(), { received: { name: 'cafe' } }, contentType)
+  }
+})
+
 t.test('__proto__ and constructor keys are dropped, and the other fields read as sent', async (t) => {
   const { app } = await buildService(t)
   const res = await app.inject(post('{"name":"p","__proto__":{"polluted":true},"constructor":{"prototype":{"polluted":true}}}'))

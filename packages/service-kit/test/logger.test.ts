@@ -1,4 +1,5 @@
 import t from 'tap'
+import { createLogger } from '../src/index.ts'
 import { buildService } from './helpers/service.ts'
 
 const SECRET_HEADERS = { authorization: 'Bearer s3cret-1', cookie: 's3cret-2', 'proxy-authorization': 's3cret-3' }
@@ -28,4 +29,15 @@ t.test('an error is logged under err with its type, message and causes, never it
   t.match(line.err, { type: 'Error', message: 'store lost: socket closed', code: 'E_LOST' })
   t.notOk('stack' in line.err, 'no stack')
   t.notMatch(JSON.stringify(lines), /at .*logger\.test/)
+})
+
+t.test('a value logged under err that is not an Error (null, a string) is written as given', async (t) => {
+  const lines: Record<string, unknown>[] = []
+  const logger = createLogger('info', { write: (line: string) => lines.push(JSON.parse(line) as Record<string, unknown>) })
+  logger.warn({ err: null }, 'rejected with null')
+  logger.warn({ err: 'gone' }, 'rejected with a string')
+  t.match(lines, [
+    { msg: 'rejected with null', err: null },
+    { msg: 'rejected with a string', err: 'gone' },
+  ])
 })

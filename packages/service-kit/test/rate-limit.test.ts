@@ -70,6 +70,18 @@ t.test('with Redis, replicas share one count per client', async (t) => {
   t.equal((await second.inject({ url: '/scarce' })).statusCode, 429, 'and shares its count too')
 })
 
+t.test("with Redis, every count is kept under the service's name, a route's own limit included", async (t) => {
+  const redis = await startPrivateRedis()
+  t.teardown(() => redis.dispose())
+  const client = await connect(t, redis.port)
+  const app = await buildLimited(t, 3, { redis: client })
+  await app.inject({ url: '/things/1' })
+  await app.inject({ url: '/scarce' })
+  const keys = await client.keys('*')
+  t.equal(keys.length, 2, `the route's own count apart: ${keys.join(', ')}`)
+  t.ok(keys.every((key) => key.startsWith('rate-limit:kit:')), 'both under rate-limit:<service>:')
+})
+
 t.test('with Redis, the window is fixed by the first request: later requests never push its end back', async (t) => {
   const redis = await startPrivateRedis()
   t.teardown(() => redis.dispose())

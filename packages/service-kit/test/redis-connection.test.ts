@@ -1,7 +1,7 @@
 import t, { type Test } from 'tap'
 import { Registry } from 'prom-client'
 import { createClient, defineScript } from 'redis'
-import { eventually, startPrivateRedis, type PrivateRedis } from '@repo/test-support'
+import { createPrivateRedis, eventually, startPrivateRedis, type PrivateRedis } from '@repo/test-support'
 import { createLogger, createRedisConnection, RedisUnavailableError, type CommandOutcome, type RedisTarget } from '../src/index.ts'
 
 const DEADLINE_MS = 200
@@ -11,6 +11,8 @@ interface Harness {
   connection: ReturnType<typeof createRedisConnection>
   lines: Record<string, unknown>[]
   outcomes: CommandOutcome[]
+  /** Each command's duration as reported to `onCommand`, in seconds. */
+  durations: number[]
   registry: Registry
   upValue: () => Promise<number | undefined>
 }
@@ -19,6 +21,7 @@ async function connect(t: Test, target?: (port: number) => RedisTarget): Promise
   const redis = await startPrivateRedis()
   const lines: Record<string, unknown>[] = []
   const outcomes: CommandOutcome[] = []
+  const durations: number[] = []
   const registry = new Registry()
   const connection = createRedisConnection({
     target: target?.(redis.port) ?? { host: '127.0.0.1', port: redis.port },
@@ -26,7 +29,10 @@ async function connect(t: Test, target?: (port: number) => RedisTarget): Promise
     purpose: 'test store',
     deadlineMs: DEADLINE_MS,
     probeIntervalMs: 50,
-    onCommand: (_command, outcome) => outcomes.push(outcome),
+    onCommand: (_command, outcome, seconds) => {
+      outcomes.push(outcome)
+      durations.push(seconds)
+    },
     up: { registry, name: 'test_store_up', help: 'whether Redis answers' },
   })
   t.teardown(async () => {
@@ -35,17 +41,19 @@ async function connect(t: Test, target?: (port: number) => RedisTarget): Promise
   })
   if (!(await eventually(async () => connection.isAvailable))) throw new Error('never connected')
   const upValue = async () => (await registry.getSingleMetric('test_store_up')?.get())?.values[0]?.value
-  return { redis, connection, lines, outcomes, registry, upValue }
+  return { redis, connection, lines, outcomes, durations, registry, upValue }
 }
 
 const ping = (connection: Harness['connection']) => connection.run('ping', async (client) => client.ping())
 const messages = (lines: Record<string, unknown>[], msg: string) => lines.filter((line) => line.msg === msg)
 
-t.test('commands are answered and reported ok, and the up gauge says 1', async (t) => {
-  const { connection, outcomes, upValue } = await connect(t)
+t.test('commands are answered and reported ok with their duration in seconds, and the up gauge says 1', async (t) => {
+  const { connection, outcomes, durations, upValue } = await connect(t)
   t.equal(await connection.run('set', (client) => client.set('k', 'v')), 'OK')
   t.equal(await connection.run('get', (client) => client.get('k')), 'v')
   t.same(outcomes, ['ok', 'ok'])
+  // A local Redis answers in well under a millisecond: a duration in ms (or µs) would not pass.
+  t.ok(durations.every((seconds) => seconds >= 0 && seconds < 0.1), `in seconds: ${durations.join(', ')}`)
   t.equal(await upValue(), 1)
 })
 
@@ -77,6 +85,7 @@ t.test('Redis silent: a command waits its deadline only, then Redis is set aside
   const error = await ping(connection).catch((failure: unknown) => failure)
   const waited = performance.now() - started
   t.ok(error instanceof RedisUnavailableError && error.timedOut, 'a timeout')
+  t.equal((error as Error).message, `Redis did not answer within ${DEADLINE_MS} ms`, 'the message says how long it waited')
   t.ok(waited >= DEADLINE_MS && waited < DEADLINE_MS + 300, `after the deadline (${Math.round(waited)} ms)`)
   t.notOk(connection.isAvailable, 'set aside')
   t.equal(await upValue(), 0)
@@ -122,6 +131,30 @@ t.test('the log says where it connects, never the password of a URL', async (t) 
   t.notMatch(JSON.stringify(lines), 'hunter2')
 })
 
+t.test('the log says which host, port and database it connects to (database 0 unless given)', async (t) => {
+  const { redis, lines } = await connect(t)
+  t.match(messages(lines, 'connecting to Redis')[0], { purpose: 'test store', host: '127.0.0.1', port: redis.port, database: 0 })
+  const inDb3 = await connect(t, (port) => ({ host: '127.0.0.1', port, database: 3 }))
+  t.match(messages(inDb3.lines, 'connecting to Redis')[0], { database: 3 })
+})
+
+t.test('a URL says where commands go: its host, its port and its database', async (t) => {
+  const redis = await startPrivateRedis()
+  t.teardown(() => redis.dispose())
+  const inspector = createClient({ socket: { host: '127.0.0.1', port: redis.port }, database: 4 })
+  await inspector.connect()
+  t.teardown(() => inspector.destroy())
+  await inspector.set('where', 'the private Redis, database 4')
+  const connection = createRedisConnection({
+    target: { url: `redis://127.0.0.1:${redis.port}/4` },
+    logger: createLogger('silent', { write: () => {} }),
+    purpose: 'by url',
+  })
+  t.teardown(() => connection.close())
+  t.ok(await eventually(async () => connection.isAvailable))
+  t.equal(await connection.run('get', (client) => client.get('where')), 'the private Redis, database 4')
+})
+
 t.test('several commands missing their deadline together set Redis aside once, and every probe that answers late is ignored', async (t) => {
   const { redis, connection, lines } = await connect(t)
   redis.pause()
@@ -133,6 +166,17 @@ t.test('several commands missing their deadline together set Redis aside once, a
   t.ok(await eventually(async () => connection.isAvailable))
   t.equal(messages(lines, 'Redis unavailable; reconnecting in the background').length, 1)
   t.equal(messages(lines, 'Redis connection ready').length, 2, 'ready at start, and back once')
+
+  // Probing stops with the recovery: a probe left running would PING Redis every 50 ms forever.
+  // The piled-up probes drain first; then six probe intervals must pass without a PING.
+  const inspector = createClient({ socket: { host: '127.0.0.1', port: redis.port } })
+  await inspector.connect()
+  t.teardown(() => inspector.destroy())
+  const pings = async () => Number(/cmdstat_ping:calls=(\d+)/.exec(await inspector.info('commandstats'))?.[1] ?? 0)
+  await new Promise((resolve) => setTimeout(resolve, 100))
+  const before = await pings()
+  await new Promise((resolve) => setTimeout(resolve, 300))
+  t.equal(await pings(), before, 'no PING once Redis is back')
 })
 
 t.test('a password, a database and scripts are used as given', async (t) => {
@@ -154,16 +198,92 @@ t.test('a password, a database and scripts are used as given', async (t) => {
   t.equal(await inspector.get('where'), 'here', 'in database 3')
 })
 
-t.test('close does not wait on a silent Redis longer than the deadline', async (t) => {
-  const { redis, connection } = await connect(t)
+t.test('close does not wait on a silent Redis longer than the deadline: the connection is dropped, its command in flight fails', async (t) => {
+  const { redis, connection, lines } = await connect(t)
   redis.pause()
   t.teardown(() => redis.resume())
   // A command in flight: close() would wait for its answer.
-  connection.client.ping().catch(() => {})
+  const inFlight = connection.client.ping().then(
+    () => 'answered',
+    () => 'failed',
+  )
   const started = performance.now()
   await connection.close()
   t.ok(performance.now() - started < DEADLINE_MS + 300, 'closed within the deadline')
   t.notOk(connection.client.isOpen)
+  // Still paused: only a dropped connection settles it.
+  t.equal(await Promise.race([inFlight, new Promise((resolve) => setTimeout(resolve, 500, 'still waiting'))]), 'failed')
+  t.equal(messages(lines, 'Redis connection closed').length, 1, 'and says so')
+})
+
+t.test('a Redis down from the start is reported unavailable, naming the connection and why', async (t) => {
+  const redis = await createPrivateRedis()
+  t.teardown(() => redis.dispose())
+  const lines: Record<string, unknown>[] = []
+  const connection = createRedisConnection({
+    target: { host: '127.0.0.1', port: redis.port },
+    logger: createLogger('info', { write: (line: string) => lines.push(JSON.parse(line) as Record<string, unknown>) }),
+    purpose: 'late store',
+  })
+  t.teardown(() => connection.close())
+  t.ok(await eventually(async () => messages(lines, 'Redis unavailable; reconnecting in the background').length > 0))
+  t.match(messages(lines, 'Redis unavailable; reconnecting in the background')[0], {
+    level: 40,
+    purpose: 'late store',
+    port: redis.port,
+    err: { message: /ECONNREFUSED/ },
+  })
+  await redis.start()
+  t.ok(await eventually(async () => connection.isAvailable), 'and connects once Redis is up')
+})
+
+t.test('while Redis is down, a command sent on the client itself (the rate limit does) fails at once instead of waiting in a queue', async (t) => {
+  const { redis, connection } = await connect(t)
+  await redis.stop()
+  t.ok(await eventually(async () => !connection.client.isReady))
+  const sent = connection.client.ping().then(
+    () => 'answered',
+    () => 'failed',
+  )
+  t.equal(await Promise.race([sent, new Promise((resolve) => setTimeout(resolve, 500, 'queued'))]), 'failed')
+  await redis.start()
+})
+
+t.test('a duplicate (a subscriber) survives Redis going away, and reconnects with it', async (t) => {
+  const { redis, connection } = await connect(t)
+  const subscriber = connection.duplicate()
+  await subscriber.connect()
+  // Without an 'error' listener, the duplicate's socket error would crash the process here.
+  await redis.stop()
+  t.ok(await eventually(async () => !subscriber.isReady), 'lost')
+  await redis.start()
+  t.ok(await eventually(async () => subscriber.isReady), 'back')
+})
+
+t.test('a Redis set aside, then restarted, is announced ready once', async (t) => {
+  const { redis, connection, lines } = await connect(t)
+  redis.pause()
+  await t.rejects(ping(connection), RedisUnavailableError)
+  t.notOk(connection.isAvailable, 'set aside')
+  await redis.stop()
+  await redis.start()
+  t.ok(await eventually(async () => connection.isAvailable), 'back')
+  t.equal(messages(lines, 'Redis connection ready').length, 2, 'ready at start, and back once')
+})
+
+t.test('Redis down: reconnecting backs off from 50 ms to half a second, and no further', async (t) => {
+  const { redis, connection } = await connect(t)
+  const attempts: number[] = []
+  connection.client.on('reconnecting', () => attempts.push(performance.now()))
+  await redis.stop()
+  // Long enough for a backoff without a ceiling (or node-redis's own, 2 s) to pass half a second.
+  await new Promise((resolve) => setTimeout(resolve, 4_500))
+  const gaps = attempts.slice(1).map((at, index) => at - attempts[index]!)
+  t.ok(gaps.length >= 6, `kept trying: ${attempts.length} attempts`)
+  t.ok(Math.min(...gaps) >= 45, `not hammering: gaps of ${gaps.map(Math.round).join(', ')} ms`)
+  t.ok(Math.max(...gaps) < 1_000, `back soon after a restart: gaps of ${gaps.map(Math.round).join(', ')} ms`)
+  await redis.start()
+  t.ok(await eventually(async () => connection.isAvailable))
 })
 
 t.test('a connection that never reached Redis closes at once', async (t) => {

@@ -1,7 +1,10 @@
 import t from 'tap'
 import { fileURLToPath } from 'node:url'
 import { request, Agent } from 'undici'
+import { Type } from '@sinclair/typebox'
+import { serverSettings } from '@repo/config'
 import { LISTENING, runServiceSource } from '@repo/test-support'
+import { runService } from '../src/index.ts'
 
 const PACKAGE_ROOT = fileURLToPath(new URL('..', import.meta.url))
 
@@ -33,6 +36,30 @@ t.test('any other error while building the app is not taken for a configuration 
   t.equal(await service.exited, 1)
   t.match(service.output(), 'the build failed')
   t.notMatch(service.output(), 'Invalid configuration')
+})
+
+t.test('an invalid configuration stops before anything starts: the reasons on stderr, then exit 1', async (t) => {
+  // In this process, unlike the test above, so that mutation testing sees this path run: it
+  // stops before runService opens stdout or installs its signal handlers, so nothing leaks.
+  const exited = new Error('process.exit')
+  const exits = t.capture(process, 'exit', () => {
+    throw exited
+  })
+  const errors = t.capture(console, 'error', () => {})
+  let started = false
+  const running = runService({
+    config: Type.Object(serverSettings({ port: 0 })),
+    env: { PORT: 'many', LOG_LEVEL: 'chatty' },
+    start: async () => {
+      started = true
+      throw new Error('never reached')
+    },
+  })
+  t.equal(await running.catch((error: unknown) => error), exited, 'stopped by process.exit')
+  t.same(exits().map((call) => call.args), [[1]], 'exit code 1')
+  const messages = errors().map((call) => call.args as unknown[])
+  t.same(messages, [['Invalid configuration:\n  PORT must be integer\n  LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent']])
+  t.notOk(started, 'the app is never built')
 })
 
 t.test('SIGTERM lets the in-flight request finish, closes the dependencies after the app, and exits 0', async (t) => {

@@ -1,4 +1,5 @@
 import t from 'tap'
+import fp from 'fastify-plugin'
 import { buildService } from './helpers/service.ts'
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/
@@ -84,6 +85,17 @@ t.test('/metrics serves the default metrics and the request histogram by route p
   t.notOk(lines.some((line) => line.url === '/metrics'), 'no access line for /metrics')
 })
 
+t.test('http_request_duration_seconds is in seconds, in buckets from 5 ms to 10 s', async (t) => {
+  const { app } = await buildService(t)
+  await app.inject({ url: '/things/1' })
+  const page = (await app.inject({ url: '/metrics' })).body
+  const series = 'method="GET",route="/things/:id",status_code="200"'
+  const buckets = [...page.matchAll(new RegExp(`^http_request_duration_seconds_bucket\\{le="([^"]+)",${series}\\} `, 'gm'))].map(([, le]) => le)
+  t.same(buckets, ['0.005', '0.01', '0.025', '0.05', '0.1', '0.25', '0.5', '1', '2.5', '5', '10', '+Inf'])
+  const sum = Number(new RegExp(`^http_request_duration_seconds_sum\\{${series}\\} (\\S+)$`, 'm').exec(page)?.[1])
+  t.ok(sum >= 0 && sum < 1, `an injected request takes well under a second (${sum})`)
+})
+
 t.test('each app has its own registry: two apps in one process do not mix their counts', async (t) => {
   const first = await buildService(t)
   const second = await buildService(t)
@@ -97,8 +109,48 @@ t.test('the OpenAPI document declares X-Request-Id on every answer, and /metrics
   const thing = document.paths['/things/{id}']?.get?.responses['200']
   t.same(thing?.headers?.['X-Request-Id']?.schema, { type: 'string' })
   const metrics = document.paths['/metrics']?.get?.responses['200']
-  t.ok(metrics?.content?.['text/plain; version=0.0.4; charset=utf-8'], 'declared as Prometheus text')
+  t.same(metrics?.content, { 'text/plain; version=0.0.4; charset=utf-8': { schema: { type: 'string' } } }, 'declared as Prometheus text')
   t.ok(metrics?.headers?.['X-Request-Id'])
+})
+
+t.test("the OpenAPI document's info is the service's title, version and description", async (t) => {
+  const { app } = await buildService(t)
+  const document = (await app.inject({ url: '/docs/json' })).json<{ openapi: string; info: unknown }>()
+  t.match(document.openapi, /^3\./)
+  t.same(document.info, { title: 'kit', version: '1.0.0', description: 'a test service' })
+})
+
+t.test("the shared set-up is a set of named plugins: a service's own plugin can declare the ones it needs", async (t) => {
+  const { app } = await buildService(t)
+  const names = ['service-kit', 'request-id', 'security-headers', 'host-header', 'cors', 'rate-limit', 'json-body', 'openapi', 'metrics', 'close-connections-on-shutdown']
+  await app.register(fp(async () => {}, { name: 'needs-all', dependencies: names }))
+  await t.resolves(async () => {
+    await app.ready()
+  })
+})
+
+t.test('values are never coerced: a number is not a string, and a repeated query parameter is not one value', async (t) => {
+  const { app } = await buildService(t)
+  const name = { type: 'object', properties: { name: { type: 'string' } }, required: ['name'] }
+  app.post('/named', { schema: { body: name } }, async (request) => request.body)
+  app.get('/named', { schema: { querystring: name } }, async (request) => request.query)
+
+  const numeric = await app.inject({ method: 'POST', url: '/named', payload: { name: 123 } })
+  t.equal(numeric.statusCode, 400)
+  t.same(numeric.json(), { detail: 'body/name must be string' })
+  const repeated = await app.inject({ url: '/named?name=1&name=2' })
+  t.equal(repeated.statusCode, 400)
+  t.same(repeated.json(), { detail: 'querystring/name must be string' })
+  t.same((await app.inject({ method: 'POST', url: '/named', payload: { name: '123' } })).json(), { name: '123' })
+})
+
+t.test('a URL the router cannot decode is answered 400 in the service shape', async (t) => {
+  const { app } = await buildService(t)
+  const res = await app.inject({ url: '/things/%E0%A4%A' })
+  t.equal(res.statusCode, 400)
+  t.match(res.json(), { detail: /./ })
+  t.same(Object.keys(res.json()), ['detail'])
+  t.equal(res.headers['cache-control'], 'no-store')
 })
 
 t.test('the server gives a request 30 s to arrive', async (t) => {
@@ -118,6 +170,7 @@ t.test('TRUST_PROXY believes X-Forwarded-For: all of it, a number of hops, or li
     { trustProxy: 'true', expected: '198.51.100.1' },
     { trustProxy: 'false', expected: '127.0.0.1' },
     { trustProxy: '1', expected: '203.0.113.9' },
+    { trustProxy: '10', expected: '198.51.100.1' },
     { trustProxy: '127.0.0.1, 203.0.113.0/24', expected: '198.51.100.1' },
     { trustProxy: '10.0.0.0/8', expected: '127.0.0.1' },
   ]

@@ -58,6 +58,7 @@ t.test('REDIS_URL replaces host, port, password and database, and its password i
   t.equal((await app.inject({ method: 'POST', url: '/items/', payload: { name: 'via url' } })).statusCode, 201)
   t.same(await inDb5.lRange('items', 0, -1), ['via url'], 'in the database the URL names')
   t.match(logs.text(), `"url":"redis://127.0.0.1:${protectedRedis.port}/5"`)
+  t.match(logs.lines.find((line) => line.msg === 'connecting to Redis'), { purpose: 'item store' }, 'the line names the connection')
   t.notMatch(logs.text(), 's3cret')
 })
 

@@ -1,0 +1,21 @@
+import t from 'tap'
+import { withDeadline } from '../src/index.ts'
+
+const timers = () => process.getActiveResourcesInfo().filter((resource) => resource === 'Timeout').length
+const expired = () => new Error('expired')
+
+t.test('a command settled within its deadline, answered or failed, leaves no timer behind', async (t) => {
+  // Every Redis command goes through it: a timer left per command would hold the deadline's worth
+  // of timers, each keeping the process busy, under load.
+  const before = timers()
+  const answered = await Promise.all(Array.from({ length: 50 }, (_, index) => withDeadline(Promise.resolve(index), 2_000, expired)))
+  const failed = await Promise.allSettled(Array.from({ length: 50 }, () => withDeadline(Promise.reject(new Error('refused')), 2_000, expired)))
+  t.equal(answered.length, 50)
+  t.ok(failed.every((result) => result.status === 'rejected' && (result.reason as Error).message === 'refused'), 'the failure is the command’s own')
+  t.equal(timers(), before)
+})
+
+t.test('a command that does not settle within its deadline is rejected with what expired() makes', async (t) => {
+  const error = await withDeadline(new Promise(() => {}), 20, expired).catch((failure: unknown) => failure)
+  t.match(error, { message: 'expired' })
+})
