@@ -34,12 +34,11 @@ import { existsSync, readFileSync } from 'node:fs'
 import { loadavg } from 'node:os'
 import { performance } from 'node:perf_hooks'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
-import { eventually, findFreePort, nodePath, runProcess, runServiceSource, startPrivateRedis, type RunningProcess } from '@repo/test-support'
+import { startPrivateRedis } from '@repo/test-support'
 import { Agent, request } from 'undici'
+import { killEveryServer, startServer, stop, type Server } from './servers.ts'
 
-const SERVICE_ROOT = fileURLToPath(new URL('..', import.meta.url))
 const DEFAULT_SETTINGS_MB = [8, 64]
 const ROUNDS = 3
 const LOGINS_PER_ROUND = 2_000
@@ -94,19 +93,9 @@ if (
 }
 
 const dispatcher = new Agent({ keepAliveTimeout: 30_000, connections: CONCURRENCY })
-const running = new Set<RunningProcess>()
 const problems: string[] = []
 const results: SettingResult[] = []
 
-for (const [signal, number] of [
-  ['SIGINT', 2],
-  ['SIGTERM', 15],
-] as const) {
-  process.once(signal, () => {
-    for (const server of running) server.child.kill('SIGKILL')
-    process.exit(128 + number)
-  })
-}
 
 if (options.dist && !existsSync(new URL('../dist/server.js', import.meta.url))) {
   console.error('--dist runs the production build: build it first (pnpm build at the root)')
@@ -133,7 +122,7 @@ try {
 } catch (error) {
   problems.push(`benchmark aborted: ${error instanceof Error ? error.message : String(error)}`)
 } finally {
-  for (const server of running) server.child.kill('SIGKILL')
+  killEveryServer()
   await dispatcher.close()
 }
 
@@ -296,45 +285,6 @@ function fitLine(points: [number, number][]): { base: number; slope: number } {
   return { base: meanY - slope * meanX, slope }
 }
 
-/** A server this bench started, and where it answers. */
-interface Server {
-  process: RunningProcess
-  url: string
-}
-
-/**
- * Runs `entry` on a free port of 127.0.0.1 (PORT and `env` its only settings) and resolves once
- * `readyPath` answers 200. The service's log goes to /dev/null, as in bench/run.ts.
- */
-async function startServer(label: string, entry: string, env: Record<string, string>, readyPath: string): Promise<Server> {
-  const port = await findFreePort()
-  const url = `http://127.0.0.1:${port}`
-  const isService = entry !== 'bench/fake-upstream.ts'
-  const server = entry.startsWith('dist/')
-    ? // As the image runs it: plain Node on the build, workspace packages from their dist/.
-      runProcess('node', [entry], { cwd: SERVICE_ROOT, env: { PATH: nodePath(), NODE_ENV: 'production', PORT: String(port), ...env }, discardStdout: true })
-    : runServiceSource(SERVICE_ROOT, { PORT: String(port), ...env }, entry, { discardStdout: isService })
-  running.add(server)
-  const ready = async () => {
-    const response = await request(`${url}${readyPath}`, { dispatcher }).catch(() => undefined)
-    await response?.body.dump()
-    return response?.statusCode === 200
-  }
-  // 200 polls of 50 ms: a cold start on a busy machine takes a few seconds.
-  if ((await eventually(async () => server.child.exitCode !== null || (await ready()), 200)) && server.child.exitCode === null) {
-    return { process: server, url }
-  }
-  await stop({ process: server, url })
-  throw new Error(`${label} did not start:\n${server.output()}`)
-}
-
-async function stop({ process: server }: Server): Promise<void> {
-  if (server.child.exitCode === null && server.child.signalCode === null) {
-    server.child.kill('SIGTERM')
-    await server.exited
-  }
-  running.delete(server)
-}
 
 function expect(condition: boolean, problem: string): void {
   if (!condition) problems.push(problem)

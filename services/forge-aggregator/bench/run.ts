@@ -47,14 +47,13 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { performance } from 'node:perf_hooks'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { fileURLToPath } from 'node:url'
 import autocannon from 'autocannon'
 import { createClient } from 'redis'
-import { cpuMicros, eventually, findFreePort, loadGeneratorHeadroom, MIN_HEADROOM, runServiceSource, startPrivateRedis, type RunningProcess } from '@repo/test-support'
+import { cpuMicros, loadGeneratorHeadroom, MIN_HEADROOM, startPrivateRedis } from '@repo/test-support'
 import { Agent, request } from 'undici'
 import { DELAY_MS, FOLLOWERS_PER_USER, ISSUES_PER_USER, PRS_PER_USER, REPOS_PER_USER, type UpstreamCalls } from './fake-account.ts'
+import { killEveryServer, startServer, stop, type Server } from './servers.ts'
 
-const SERVICE_ROOT = fileURLToPath(new URL('..', import.meta.url))
 /** `--economy`: only step 5, the upstream economy (with a token and as a GitHub App). */
 const ONLY_ECONOMY = process.argv.includes('--economy')
 /** A personal token as the service would be given one; the fake upstream does not check it. */
@@ -115,11 +114,6 @@ interface Summary {
 
 type ServerKind = 'service' | 'service, REDIS_URL' | 'bare'
 
-/** A server this bench started, and where it answers. */
-interface Server {
-  process: RunningProcess
-  url: string
-}
 
 const dispatcher = new Agent({ keepAliveTimeout: 30_000 })
 // The Redis of the REDIS_URL figures: private, on a free port, without persistence (a cache).
@@ -129,20 +123,10 @@ const redisClient = createClient({ url: redisUrl })
 await redisClient.connect()
 // Where the bare route's body is handed over: the answer the service gave, written once.
 const scratch = await mkdtemp(join(tmpdir(), 'forge-bench-'))
-const running = new Set<RunningProcess>()
 const problems: string[] = []
 const summary: Summary[] = []
 let upstream = ''
 
-for (const [signal, number] of [
-  ['SIGINT', 2],
-  ['SIGTERM', 15],
-] as const) {
-  process.once(signal, () => {
-    for (const server of running) server.child.kill('SIGKILL')
-    process.exit(128 + number)
-  })
-}
 
 try {
   console.log(
@@ -168,7 +152,7 @@ try {
 } catch (error) {
   problems.push(`benchmark aborted: ${error instanceof Error ? error.message : String(error)}`)
 } finally {
-  for (const server of running) server.child.kill('SIGKILL')
+  killEveryServer()
   await dispatcher.close()
   await redisClient.close()
   await redis.dispose()
@@ -649,33 +633,6 @@ function checkOverview(body: string, login: string): void {
 /** The service as `pnpm start` runs it against the fake upstream, once its /ready answers 200. */
 function startService(env: Record<string, string>): Promise<Server> {
   return startServer('service', 'src/server.ts', { HOST: '127.0.0.1', FORGE_API_URL: upstream, ...env }, '/ready')
-}
-
-/**
- * Runs `entry` on a free port (PORT and `env` its only settings) and resolves once `readyPath`
- * answers 200. The service's stdout, its log, goes to /dev/null: a container's log pipe is read
- * by another process, not by the one generating the load.
- */
-async function startServer(label: string, entry: string, env: Record<string, string>, readyPath: string): Promise<Server> {
-  const port = await findFreePort()
-  const url = `http://127.0.0.1:${port}`
-  const server = runServiceSource(SERVICE_ROOT, { PORT: String(port), ...env }, entry, { discardStdout: entry === 'src/server.ts' })
-  running.add(server)
-  const ready = async () => (await get(`${url}${readyPath}`).catch(() => undefined))?.status === 200
-  // 200 polls of 50 ms: a cold start on a busy machine takes a few seconds.
-  if ((await eventually(async () => server.child.exitCode !== null || (await ready()), 200)) && server.child.exitCode === null) {
-    return { process: server, url }
-  }
-  await stop({ process: server, url })
-  throw new Error(`${label} did not start:\n${server.output()}`)
-}
-
-async function stop({ process: server }: Server): Promise<void> {
-  if (server.child.exitCode === null && server.child.signalCode === null) {
-    server.child.kill('SIGTERM')
-    await server.exited
-  }
-  running.delete(server)
 }
 
 async function get(url: string): Promise<Answer> {
