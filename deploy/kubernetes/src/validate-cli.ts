@@ -1,5 +1,5 @@
 import { fileURLToPath } from 'node:url'
-import { podProblems, secretProblems, serviceProblems, wiringProblems } from './checks.ts'
+import { dataTierProblems, podProblems, secretProblems, serviceProblems, wiringProblems } from './checks.ts'
 import { renderKustomization } from './render.ts'
 import { schemaProblems } from './schemas.ts'
 import { SERVICES } from './services.ts'
@@ -16,6 +16,7 @@ const problems = [
   ...podProblems(objects),
   ...serviceProblems(objects, SERVICES),
   ...secretProblems(objects),
+  ...dataTierProblems(objects, SERVICES),
 ]
 for (const problem of problems) console.error(problem)
 console.log(`${objects.length} objects rendered, ${problems.length} problems`)

@@ -2,6 +2,7 @@ import t from 'tap'
 import { fileURLToPath } from 'node:url'
 import { Type } from '@sinclair/typebox'
 import {
+  dataTierProblems,
   MEMORY_MARGIN,
   mebibytesOf,
   podProblems,
@@ -355,12 +356,24 @@ t.test('services: probes and scraping go to the paths meant for them, on the por
   ])
 })
 
-t.test('services: a 5 s pause before SIGTERM, a grace period past it and the shutdown, updates that add pods first', async (t) => {
+t.test('services: a drain of at least 5 s and no preStop pause, a grace period past the drain and the shutdown, updates that add pods first', async (t) => {
   const check = (objects: KubernetesObject[]) => serviceProblems(objects, SERVICES)
-  t.same(newProblems(check, (objects) => delete containerOf(objects, 'items-list').lifecycle), ['Deployment/items-list: does not pause 5 s before SIGTERM (preStop sleep)'])
-  t.same(newProblems(check, (objects) => (podOf(objects, 'items-list').terminationGracePeriodSeconds = 13)), [
-    'Deployment/items-list: terminationGracePeriodSeconds 13 ends the 8 s shutdown early',
+  t.same(
+    newProblems(check, (objects) => (containerOf(objects, 'items-list').lifecycle = { preStop: { sleep: { seconds: 5 } } })),
+    ['Deployment/items-list: has a preStop hook: the service drains by itself on SIGTERM (SHUTDOWN_DELAY_SECONDS)'],
+  )
+  t.same(newProblems(check, (objects) => (dataOf(objects, 'items-list').SHUTDOWN_DELAY_SECONDS = '4')), [
+    'Deployment/items-list: SHUTDOWN_DELAY_SECONDS 4 stops accepting before proxies have stopped sending (under 5 s)',
   ])
+  t.same(newProblems(check, (objects) => delete dataOf(objects, 'items-list').SHUTDOWN_DELAY_SECONDS), [], 'the default is 5 s')
+  t.same(newProblems(check, (objects) => (podOf(objects, 'items-list').terminationGracePeriodSeconds = 13)), [
+    'Deployment/items-list: terminationGracePeriodSeconds 13 ends the 5 s drain and 8 s shutdown early',
+  ])
+  t.same(
+    newProblems(check, (objects) => (dataOf(objects, 'items-list').SHUTDOWN_DELAY_SECONDS = '12')),
+    ['Deployment/items-list: terminationGracePeriodSeconds 20 ends the 12 s drain and 8 s shutdown early'],
+    'a longer drain needs a longer grace period',
+  )
   t.same(newProblems(check, (objects) => delete podOf(objects, 'items-list').terminationGracePeriodSeconds), [], 'the default is 30 s')
   const unavailable = ['Deployment/items-list: a rolling update may take pods away first (maxUnavailable is not 0)']
   t.same(newProblems(check, (objects) => (workload(objects, 'items-list').spec.strategy = { rollingUpdate: { maxUnavailable: 1 } })), unavailable)
@@ -383,4 +396,92 @@ t.test('secrets: no Secret, no secret-named setting, no URL with a password is w
   ])
   t.same(newProblems(secretProblems, (objects) => (dataOf(objects, 'items-list').REDIS_URL = 'redis://reader@redis:6379')), [], 'a user name alone is no secret')
   t.same(newProblems(secretProblems, (objects) => delete objectOf(objects, 'ConfigMap', 'items-list').data), [], 'an empty ConfigMap')
+})
+
+const dataTier: Check = (objects) => dataTierProblems(objects, SERVICES)
+const argsOf = (objects: KubernetesObject[], name: string) => containerOf(objects, name).args!
+const setFlag = (objects: KubernetesObject[], name: string, flag: string, value: string) => {
+  const args = argsOf(objects, name)
+  args[args.indexOf(`--${flag}`) + 1] = value
+}
+
+t.test('data tier: each Redis is configured for the data its service keeps there', async (t) => {
+  t.same(newProblems(dataTier, (objects) => setFlag(objects, 'redis', 'maxmemory-policy', 'volatile-lru')), [
+    'StatefulSet/redis: holds items-list\'s durable data without --maxmemory-policy "noeviction"',
+  ])
+  t.same(newProblems(dataTier, (objects) => setFlag(objects, 'redis', 'appendfsync', 'everysec')), [
+    'StatefulSet/redis: holds items-list\'s durable data without --appendfsync "always"',
+  ])
+  t.same(newProblems(dataTier, (objects) => setFlag(objects, 'redis-cache', 'appendonly', 'yes')), [
+    'Deployment/redis-cache: holds forge-aggregator\'s cache data without --appendonly "no"',
+  ])
+  t.same(newProblems(dataTier, (objects) => argsOf(objects, 'redis-cache').splice(argsOf(objects, 'redis-cache').indexOf('--maxmemory'), 2)), [
+    'Deployment/redis-cache: sets no --maxmemory',
+  ])
+  t.same(newProblems(dataTier, (objects) => argsOf(objects, 'redis-cache').push('--maxmemory')), ['Deployment/redis-cache: sets no --maxmemory'], 'a last flag without its value')
+  t.same(
+    newProblems(dataTier, (objects) => {
+      const container = containerOf(objects, 'redis-cache')
+      delete container.args
+      delete container.volumeMounts
+      delete podOf(objects, 'redis-cache').volumes
+    }),
+    [
+      'Deployment/redis-cache: holds forge-aggregator\'s cache data without --save ""',
+      'Deployment/redis-cache: holds forge-aggregator\'s cache data without --appendonly "no"',
+      'Deployment/redis-cache: holds forge-aggregator\'s cache data without --maxmemory-policy "allkeys-lru"',
+      'Deployment/redis-cache: sets no --maxmemory',
+      'Deployment/redis-cache: loads no ACL file (--aclfile) from a Secret: every client would be the all-powerful default user',
+    ],
+    'the image’s defaults: no flag, no ACL file',
+  )
+})
+
+t.test('data tier: the cache and the durable data never share one Redis', async (t) => {
+  t.same(newProblems(dataTier, (objects) => (dataOf(objects, 'forge-aggregator').REDIS_URL = 'redis://redis:6379')), [
+    'StatefulSet/redis: holds forge-aggregator\'s cache data without --save ""',
+    'StatefulSet/redis: holds forge-aggregator\'s cache data without --appendonly "no"',
+    'StatefulSet/redis: holds forge-aggregator\'s cache data without --maxmemory-policy "allkeys-lru"',
+    'Deployment/items-list: keeps its durable data on StatefulSet/redis, beside the cache data',
+  ])
+  t.same(newProblems(dataTier, (objects) => (dataOf(objects, 'items-list').REDIS_URL = 'redis://redis.elsewhere.svc:6379')), [], 'a fully qualified name is the Service’s')
+  t.same(newProblems(dataTier, (objects) => (dataOf(objects, 'items-list').REDIS_URL = 'rediss://managed.example:6380')), [
+    'Deployment/items-list: its Redis, managed, is no Service of the base in front of a workload',
+  ])
+  t.same(
+    newProblems(dataTier, (objects) => {
+      delete dataOf(objects, 'items-list').REDIS_URL
+      dataOf(objects, 'items-list').REDIS_HOST = 'redis-cache'
+    }),
+    [
+      'Deployment/items-list: keeps its durable data on Deployment/redis-cache, beside the cache data',
+      'Deployment/redis-cache: holds items-list\'s durable data without --appendonly "yes"',
+      'Deployment/redis-cache: holds items-list\'s durable data without --appendfsync "always"',
+      'Deployment/redis-cache: holds items-list\'s durable data without --maxmemory-policy "noeviction"',
+    ],
+    'REDIS_HOST, without REDIS_URL',
+  )
+  t.same(newProblems(dataTier, (objects) => delete dataOf(objects, 'items-list').REDIS_URL), [
+    'Deployment/items-list: its Redis, localhost, is no Service of the base in front of a workload',
+  ], 'neither: localhost')
+})
+
+t.test('data tier: every Redis loads its ACL users from a Secret; each service logs in as its own user with a password from a Secret', async (t) => {
+  t.same(newProblems(dataTier, (objects) => argsOf(objects, 'redis').splice(argsOf(objects, 'redis').indexOf('--aclfile'), 2)), [
+    'StatefulSet/redis: loads no ACL file (--aclfile) from a Secret: every client would be the all-powerful default user',
+  ])
+  t.same(
+    newProblems(dataTier, (objects) => (podOf(objects, 'redis-cache').volumes = [{ name: 'users', configMap: { name: 'redis-users' } }])),
+    ['Deployment/redis-cache: loads no ACL file (--aclfile) from a Secret: every client would be the all-powerful default user'],
+    'a ConfigMap is no Secret',
+  )
+  t.same(newProblems(dataTier, (objects) => delete dataOf(objects, 'items-list').REDIS_USERNAME), [
+    'Deployment/items-list: sets no REDIS_USERNAME: it would reach Redis as the default user',
+  ])
+  t.same(newProblems(dataTier, (objects) => (containerOf(objects, 'forge-aggregator').env = containerOf(objects, 'forge-aggregator').env!.filter((each) => each.name !== 'REDIS_PASSWORD'))), [
+    'Deployment/forge-aggregator: takes no REDIS_PASSWORD from a Secret',
+  ])
+  t.same(newProblems(dataTier, (objects) => delete containerOf(objects, 'items-list').env), ['Deployment/items-list: takes no REDIS_PASSWORD from a Secret'])
+  t.same(newProblems(dataTier, (objects) => objects.splice(objects.findIndex((object) => object.kind === 'Deployment' && object.metadata.name === 'items-list'), 1)), [], 'a missing Deployment is serviceProblems’ to name')
+  t.same(dataTierProblems(base, { other: { config: Type.Object({}), shutdownSeconds: 8 } }), [], 'a service without Redis')
 })

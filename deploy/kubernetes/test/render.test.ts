@@ -1,14 +1,17 @@
 import t, { type Test } from 'tap'
-import { mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { dirname, join } from 'node:path'
 import { containersOf, renderKustomization, type KubernetesObject } from '../src/render.ts'
 
-/** A kustomization directory holding `files`, for one test. */
+/** A kustomization directory holding `files` (paths may name subdirectories), for one test. */
 async function kustomizationDir(t: Test, files: Record<string, string>): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), 'kustomization-'))
   t.teardown(() => rm(dir, { recursive: true, force: true }))
-  for (const [name, text] of Object.entries(files)) await writeFile(join(dir, name), text)
+  for (const [name, text] of Object.entries(files)) {
+    await mkdir(dirname(join(dir, name)), { recursive: true })
+    await writeFile(join(dir, name), text)
+  }
   return dir
 }
 
@@ -109,6 +112,29 @@ t.test('images: a new name, tag or digest for the containers of that image name 
     )
     t.same(configMap.data, { image: 'web' }, 'only containers are changed')
   }
+})
+
+t.test('components: rendered after the resources; their labels and images apply to all accumulated so far, the parent’s to theirs', async (t) => {
+  const dir = await kustomizationDir(t, {
+    'kustomization.yaml': 'resources: [web.yaml]\ncomponents: [extras]\nlabels: [{ pairs: { team: a } }]',
+    'web.yaml': deployment('web:1'),
+    'extras/kustomization.yaml': 'apiVersion: kustomize.config.k8s.io/v1alpha1\nkind: Component\nresources: [cm.yaml]\nlabels: [{ pairs: { extra: "yes" } }]\nimages: [{ name: web, newTag: "2" }]',
+    'extras/cm.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata: { name: extra }',
+  })
+  const [web, configMap] = (await renderKustomization(dir)) as [KubernetesObject, KubernetesObject]
+  t.same([web, configMap].map((object) => `${object.kind}/${object.metadata.name}`), ['Deployment/web', 'ConfigMap/extra'])
+  t.same(web.metadata.labels, { app: 'web', extra: 'yes', team: 'a' })
+  t.same(configMap.metadata.labels, { extra: 'yes', team: 'a' })
+  t.same(containersOf(web).map((container) => container.image), ['web:2'])
+})
+
+t.test('a Component is rendered only as a component, and a component must be a Component', async (t) => {
+  const component = 'apiVersion: kustomize.config.k8s.io/v1alpha1\nkind: Component\nresources: []'
+  await t.rejects(renderKustomization(await kustomizationDir(t, { 'kustomization.yaml': component })), /a Component where a Kustomization is expected/)
+  const listed = await kustomizationDir(t, { 'kustomization.yaml': 'components: [plain]', 'plain/kustomization.yaml': 'kind: Kustomization' })
+  await t.rejects(renderKustomization(listed), /plain: a Kustomization where a Component is expected/)
+  const unnamed = await kustomizationDir(t, { 'kustomization.yaml': 'components: [plain]', 'plain/kustomization.yaml': 'resources: []' })
+  await t.rejects(renderKustomization(unnamed), /plain: a Kustomization where a Component is expected/, 'kind defaults to Kustomization')
 })
 
 t.test('anything this renderer does not implement is an error, not a silent difference from kustomize', async (t) => {

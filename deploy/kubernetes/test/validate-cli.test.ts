@@ -22,7 +22,7 @@ async function validate(...args: string[]): Promise<{ code: number | null; stdou
 t.test('the base passes every check that needs no running service', async (t) => {
   const { code, stdout, stderr } = await validate()
   t.equal(stderr, '')
-  t.equal(stdout, '14 objects rendered, 0 problems\n')
+  t.equal(stdout, '17 objects rendered, 0 problems\n')
   t.equal(code, 0)
 })
 

@@ -57,7 +57,106 @@ export function serverSettings(defaults: { port: number }) {
       minimum: 0,
       description: 'requests one client address may make per minute; 0: no limit',
     }),
+    SHUTDOWN_DELAY_SECONDS: Type.Integer({
+      default: 5,
+      minimum: 0,
+      description: 'seconds a stopping process goes on serving, /ready answering 503, before it stops accepting',
+    }),
   } satisfies TProperties
+}
+
+/**
+ * Who a service connects to Redis as, and whom it trusts there (DESIGN §11): the same three
+ * variables for every service that has a Redis, whatever says where it is.
+ */
+export function redisAuthSettings() {
+  return {
+    REDIS_USERNAME: Type.Optional(Type.String({ minLength: 1, description: "Redis ACL user (the service's own); unset: Redis's default user" })),
+    REDIS_PASSWORD: Type.Optional(Type.String({ description: 'Redis password (of REDIS_USERNAME); never logged' })),
+    REDIS_CA_FILE: Type.Optional(
+      Type.String({ minLength: 1, description: "PEM file of the CA that signed Redis's certificate (a private CA), read at start-up; needs a rediss:// REDIS_URL" }),
+    ),
+  } satisfies TProperties
+}
+
+/** A comma-separated list of names from `names` (spaces around the commas allowed). */
+function listOf(names: readonly string[]): string {
+  const name = `(${names.join('|')})`
+  return `^ *${name} *(, *${name} *)*$`
+}
+
+/**
+ * The standard OpenTelemetry variables a service passes to its tracing (DESIGN §12), checked
+ * here so that a mistyped one stops the start instead of leaving tracing silently off; the
+ * OpenTelemetry SDK reads them itself. Tracing starts only when an OTLP endpoint or an exporter
+ * is set; every one is optional.
+ */
+export function tracingSettings() {
+  const url = '^https?://[^\\s]+$'
+  return {
+    OTEL_EXPORTER_OTLP_ENDPOINT: Type.Optional(
+      Type.String({ pattern: url, description: 'OTLP collector base URL (traces go to /v1/traces); setting it turns tracing on' }),
+    ),
+    OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: Type.Optional(Type.String({ pattern: url, description: 'full OTLP traces URL, instead of the base URL' })),
+    OTEL_EXPORTER_OTLP_PROTOCOL: Type.Optional(OneOf(['http/protobuf', 'http/json', 'grpc'] as const, { description: 'OTLP encoding; unset: http/protobuf' })),
+    OTEL_EXPORTER_OTLP_HEADERS: Type.Optional(
+      Type.String({ description: 'headers sent to the collector, key=value,… (may hold a credential: take it from a secret)' }),
+    ),
+    OTEL_TRACES_EXPORTER: Type.Optional(
+      Type.String({ pattern: listOf(['otlp', 'console', 'zipkin', 'none']), description: 'where spans go: otlp, console, zipkin or none; setting it turns tracing on (none: off)' }),
+    ),
+    OTEL_SERVICE_NAME: Type.Optional(Type.String({ minLength: 1, description: "the traces' service.name; unset: the service's own name" })),
+    OTEL_RESOURCE_ATTRIBUTES: Type.Optional(Type.String({ description: 'more attributes of every span, key=value,… (deployment.environment.name=prod)' })),
+    OTEL_TRACES_SAMPLER: Type.Optional(
+      OneOf(['always_on', 'always_off', 'traceidratio', 'parentbased_always_on', 'parentbased_always_off', 'parentbased_traceidratio'] as const, {
+        description: "which requests are traced; unset: parentbased_always_on (all, unless the caller's traceparent says not sampled)",
+      }),
+    ),
+    OTEL_TRACES_SAMPLER_ARG: Type.Optional(Type.Number({ minimum: 0, maximum: 1, description: 'the ratio of the *traceidratio samplers, 0 to 1' })),
+    OTEL_PROPAGATORS: Type.Optional(
+      Type.String({ pattern: listOf(['tracecontext', 'baggage', 'b3', 'b3multi', 'none']), description: 'trace headers read and sent; unset: tracecontext,baggage' }),
+    ),
+    OTEL_SDK_DISABLED: Type.Optional(OneOf(['true', 'false'] as const, { description: 'true turns tracing off whatever else is set' })),
+  } satisfies TProperties
+}
+
+/** A host name, an IPv4 address or a bracketed IPv6 address, then a port from 1 to 65535. */
+const HOST_PORT = '(?:[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?|\\[[0-9A-Fa-f:.]+\\]):(?:[1-9][0-9]{0,3}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5])'
+
+/**
+ * `REDIS_SENTINELS` and `REDIS_SENTINEL_NAME`: the sentinels that name the current Redis
+ * primary, the alternative to `REDIS_URL` (`redisSentinels` reads them).
+ */
+export function sentinelSettings() {
+  return {
+    REDIS_SENTINELS: Type.Optional(
+      Type.String({
+        pattern: `^ *${HOST_PORT} *(?:, *${HOST_PORT} *)*$`,
+        description: 'comma-separated host:port of Redis Sentinels, instead of REDIS_URL: the service follows the primary they name across failovers',
+      }),
+    ),
+    REDIS_SENTINEL_NAME: Type.String({ default: 'mymaster', pattern: '^[^\\s]+$', description: 'the name the sentinels monitor the primary under' }),
+  } satisfies TProperties
+}
+
+/**
+ * The sentinels to ask for the primary, or undefined when `REDIS_SENTINELS` is unset. Throws
+ * `ConfigError` when `REDIS_URL` is set too: which of two Redis deployments a service writes to
+ * must never be a matter of precedence.
+ */
+export function redisSentinels(config: {
+  REDIS_URL?: string | undefined
+  REDIS_SENTINELS?: string | undefined
+  REDIS_SENTINEL_NAME: string
+}): { sentinels: Array<{ host: string; port: number }>; name: string } | undefined {
+  if (config.REDIS_SENTINELS === undefined) return undefined
+  if (config.REDIS_URL !== undefined) throw new ConfigError(['REDIS_SENTINELS excludes REDIS_URL: set one of them'])
+  const sentinels = config.REDIS_SENTINELS.split(',').map((entry) => {
+    const address = entry.trim()
+    const colon = address.lastIndexOf(':')
+    return { host: address.slice(0, colon).replace(/^\[(.*)\]$/, '$1'), port: Number(address.slice(colon + 1)) }
+  })
+  return { sentinels, name: config.REDIS_SENTINEL_NAME }
 }
 
 /**

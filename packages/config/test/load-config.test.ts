@@ -1,6 +1,6 @@
 import t from 'tap'
 import { Type } from '@sinclair/typebox'
-import { ConfigError, loadConfig, serverSettings } from '../src/index.ts'
+import { ConfigError, loadConfig, redisAuthSettings, serverSettings } from '../src/index.ts'
 
 const Schema = Type.Object({
   ...serverSettings({ port: 8080 }),
@@ -20,7 +20,7 @@ function problemsOf(env: NodeJS.ProcessEnv): readonly string[] {
 
 t.test('unset variables take their defaults', async (t) => {
   const config = loadConfig(Schema, {})
-  t.same(config, { HOST: '0.0.0.0', PORT: 8080, LOG_LEVEL: 'info', RATE_LIMIT_PER_MINUTE: 0, RETRIES: 3 })
+  t.same(config, { HOST: '0.0.0.0', PORT: 8080, LOG_LEVEL: 'info', RATE_LIMIT_PER_MINUTE: 0, SHUTDOWN_DELAY_SECONDS: 5, RETRIES: 3 })
 })
 
 t.test('numeric variables are coerced to numbers', async (t) => {
@@ -56,6 +56,13 @@ t.test('TRUST_PROXY takes true, a hop count or a list of addresses and CIDRs, an
 t.test('RATE_LIMIT_PER_MINUTE is a count of requests, not a negative one', async (t) => {
   t.equal(loadConfig(Schema, { RATE_LIMIT_PER_MINUTE: '120' }).RATE_LIMIT_PER_MINUTE, 120)
   t.same(problemsOf({ RATE_LIMIT_PER_MINUTE: '-1' }), ['RATE_LIMIT_PER_MINUTE must be >= 0'])
+})
+
+t.test('SHUTDOWN_DELAY_SECONDS is 5 s unless set, 0 included, and never negative or fractional', async (t) => {
+  t.equal(loadConfig(Schema, {}).SHUTDOWN_DELAY_SECONDS, 5)
+  t.equal(loadConfig(Schema, { SHUTDOWN_DELAY_SECONDS: '0' }).SHUTDOWN_DELAY_SECONDS, 0)
+  t.same(problemsOf({ SHUTDOWN_DELAY_SECONDS: '-1' }), ['SHUTDOWN_DELAY_SECONDS must be >= 0'])
+  t.same(problemsOf({ SHUTDOWN_DELAY_SECONDS: '1.5' }), ['SHUTDOWN_DELAY_SECONDS must be integer'])
 })
 
 t.test('variables the schema does not declare are ignored', async (t) => {
@@ -104,4 +111,15 @@ t.test('a schema the validator cannot compile is rethrown, not reported as bad i
   const Broken = Type.Object({ X: Type.Unsafe<string>({ type: 'no-such-type' }) })
   const error = t.throws(() => loadConfig(Broken, { X: '1' }))
   t.notOk(error instanceof ConfigError)
+})
+
+t.test('the Redis credentials: a user, a password and a CA file, each optional; an empty one counts as unset', async (t) => {
+  const RedisSchema = Type.Object(redisAuthSettings())
+  t.same(loadConfig(RedisSchema, {}), {})
+  t.same(loadConfig(RedisSchema, { REDIS_USERNAME: 'items-list', REDIS_PASSWORD: 'hunter2', REDIS_CA_FILE: '/etc/ca.pem' }), {
+    REDIS_USERNAME: 'items-list',
+    REDIS_PASSWORD: 'hunter2',
+    REDIS_CA_FILE: '/etc/ca.pem',
+  })
+  t.same(loadConfig(RedisSchema, { REDIS_USERNAME: '', REDIS_CA_FILE: '' }), {})
 })

@@ -11,7 +11,14 @@ export {
   type RedisClient,
   type RedisConnection,
   type RedisConnectionOptions,
+  clientOptions,
+  type RedisAuth,
+  type RedisCommands,
+  type RedisSentinelClient,
+  type RedisSentinelTarget,
+  type RedisSubscriber,
   type RedisTarget,
 } from './redis-connection.ts'
 export { runService, type ServiceDefinition } from './run-service.ts'
+export { SeriesHistogram } from './series-histogram.ts'
 export { createServer, type ServerOptions } from './server.ts'

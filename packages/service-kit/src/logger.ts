@@ -1,4 +1,5 @@
 import { pino, stdSerializers, type DestinationStream, type Logger } from 'pino'
+import { activeTracing } from './tracing.ts'
 
 /**
  * Credentials never reach a log line where a serializer or a caller could put them. Exact paths
@@ -21,10 +22,12 @@ export const LOG_REDACT_PATHS = [
  * The one logger a service writes with, in production (`runService`) and in its tests alike:
  * JSON lines at `level`, credentials redacted, errors under `err` with pino's standard
  * serializer (type, message with its causes, code, own fields) minus the stack, which belongs
- * in no log line an operator ships around.
+ * in no log line an operator ships around. When tracing runs (`startTracing` before this), every
+ * line written inside a span carries its `trace_id` and `span_id`; otherwise lines cost nothing more.
  */
 export function createLogger(level: string, destination: DestinationStream): Logger {
-  return pino({ level, redact: LOG_REDACT_PATHS, serializers: { err: errorWithoutStack } }, destination)
+  const tracing = activeTracing()
+  return pino({ level, redact: LOG_REDACT_PATHS, serializers: { err: errorWithoutStack }, ...(tracing ? { mixin: tracing.logFields } : {}) }, destination)
 }
 
 function errorWithoutStack(error: unknown): unknown {

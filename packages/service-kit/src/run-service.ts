@@ -1,11 +1,16 @@
+import { setTimeout as sleep } from 'node:timers/promises'
 import closeWithGrace from 'close-with-grace'
 import { pino } from 'pino'
 import type { Static, TObject } from '@sinclair/typebox'
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify'
 import { ConfigError, loadConfig } from '@repo/config'
 import { createLogger } from './logger.ts'
+import { startTracing } from './tracing.ts'
 
-/** Inside the 10 s an orchestrator waits between SIGTERM and SIGKILL. */
+/**
+ * Counted from the end of the drain's delay. With no delay, it stays inside the 10 s Docker waits
+ * between SIGTERM and SIGKILL by default; with one, the grace period must cover both (README).
+ */
 const SHUTDOWN_DEADLINE_MS = 8_000
 
 /** Log lines wait in memory until this many bytes are ready, or for `LOG_FLUSH_INTERVAL_MS`. */
@@ -17,9 +22,12 @@ interface ServerConfig {
   HOST: string
   PORT: number
   LOG_LEVEL: string
+  SHUTDOWN_DELAY_SECONDS: number
 }
 
 export interface ServiceDefinition<Schema extends TObject> {
+  /** The service's name: its traces' `service.name` unless `OTEL_SERVICE_NAME` says otherwise. */
+  name: string
   /** The service's configuration schema; it must include `serverSettings()`. */
   config: Schema
   /** The process environment: read here and nowhere else. */
@@ -28,6 +36,8 @@ export interface ServiceDefinition<Schema extends TObject> {
    * The service's `buildApp`: the whole app from its configuration, dependencies opened in its
    * plugins and closed in their `onClose` hooks. Not yet listening. A `ConfigError` it throws
    * (a rule across variables the schema cannot state) ends the start as an invalid variable does.
+   * Called once tracing, when asked for, has started: import the app's modules here (a dynamic
+   * `import()`), not at the top of `server.ts`, so that tracing can instrument the Redis client.
    */
   start(config: Readonly<Static<Schema>>, options: { logger: FastifyBaseLogger }): Promise<FastifyInstance>
 }
@@ -35,8 +45,13 @@ export interface ServiceDefinition<Schema extends TObject> {
 /**
  * Runs a service as its `server.ts` entry point: validates the configuration (an invalid one
  * exits 1 with one line per bad variable), logs JSON lines to stdout, builds the app, listens,
- * and on SIGTERM or SIGINT closes the app (in-flight requests finish, then its plugins close what
- * they opened) and exits 0; an uncaught error closes the same way and exits 1.
+ * and on SIGTERM or SIGINT drains (DESIGN §11): `/ready` answers 503 at once and every answer
+ * closes its connection for `SHUTDOWN_DELAY_SECONDS`, so that balancers take the replica out
+ * while it still serves; then it closes the app (no new connections, in-flight requests finish,
+ * then its plugins close what they opened) and exits 0, or 1 past the delay plus 8 s. An uncaught
+ * error closes at once, without the delay, and exits 1.
+ * When the `OTEL_*` variables ask for traces, tracing starts before the app is built and its last
+ * spans are exported after the app has closed.
  *
  * Log lines are buffered and written in 4 KB batches, or every second when fewer arrive: a
  * write per access line cost items-list a quarter of its throughput. The batches are written
@@ -46,6 +61,7 @@ export interface ServiceDefinition<Schema extends TObject> {
  */
 export async function runService<Schema extends TObject>(service: ServiceDefinition<Schema>): Promise<void> {
   const config = readConfig(service)
+  const tracing = await startTracing({ serviceName: service.name, env: service.env })
   const destination = pino.destination({ dest: 1, sync: true, minLength: LOG_BUFFER_BYTES })
   setInterval(() => destination.flush(), LOG_FLUSH_INTERVAL_MS).unref()
   // 'exit' comes last, after close-with-grace has logged the shutdown or the crash.
@@ -53,11 +69,21 @@ export async function runService<Schema extends TObject>(service: ServiceDefinit
   const logger = createLogger(config.LOG_LEVEL, destination)
   const app = await service.start(config, { logger }).catch(exitOnConfigError)
 
-  closeWithGrace({ delay: SHUTDOWN_DEADLINE_MS, logger }, async ({ signal, err }) => {
-    if (err) logger.error({ err }, 'shutting down after an uncaught error')
-    else logger.info({ signal }, 'shutting down')
+  // --- drain on SIGTERM/SIGINT (DESIGN §11) ---
+  const delayMs = config.SHUTDOWN_DELAY_SECONDS * 1000
+  closeWithGrace({ delay: delayMs + SHUTDOWN_DEADLINE_MS, logger }, async ({ signal, err }) => {
+    if (err) {
+      logger.error({ err }, 'shutting down after an uncaught error')
+    } else {
+      app.startDraining()
+      logger.info({ signal, delaySeconds: config.SHUTDOWN_DELAY_SECONDS }, 'shutting down')
+      await sleep(delayMs)
+      logger.info('drained: closing')
+    }
     await app.close()
+    await tracing?.shutdown()
   })
+  // --- end of the drain ---
 
   await app.listen({ host: config.HOST, port: config.PORT })
 }

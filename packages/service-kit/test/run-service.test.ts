@@ -3,7 +3,7 @@ import { fileURLToPath } from 'node:url'
 import { request, Agent } from 'undici'
 import { Type } from '@sinclair/typebox'
 import { serverSettings } from '@repo/config'
-import { LISTENING, runServiceSource } from '@repo/test-support'
+import { LISTENING, runServiceSource, startOtlpReceiver, waitForStatus } from '@repo/test-support'
 import { runService } from '../src/index.ts'
 
 const PACKAGE_ROOT = fileURLToPath(new URL('..', import.meta.url))
@@ -48,6 +48,7 @@ t.test('an invalid configuration stops before anything starts: the reasons on st
   const errors = t.capture(console, 'error', () => {})
   let started = false
   const running = runService({
+    name: 'invalid',
     config: Type.Object(serverSettings({ port: 0 })),
     env: { PORT: 'many', LOG_LEVEL: 'chatty' },
     start: async () => {
@@ -63,7 +64,8 @@ t.test('an invalid configuration stops before anything starts: the reasons on st
 })
 
 t.test('SIGTERM lets the in-flight request finish, closes the dependencies after the app, and exits 0', async (t) => {
-  const service = startFixture({})
+  // Without the drain's delay (drain-process.test.ts is about the delay): straight to closing.
+  const service = startFixture({ SHUTDOWN_DELAY_SECONDS: '0' })
   t.teardown(() => service.child.kill('SIGKILL'))
   const port = await portOf(service)
   const agent = new Agent({ keepAliveTimeout: 60_000 })
@@ -82,14 +84,74 @@ t.test('SIGTERM lets the in-flight request finish, closes the dependencies after
 
 t.test('an uncaught error is logged without a stack, closes the same way, and exits 1', async (t) => {
   const service = startFixture({
+    // A crash closes at once, whatever the drain's delay.
+    SHUTDOWN_DELAY_SECONDS: '60',
     // A crash on demand: SIGUSR2 throws from an event handler, outside any request.
     NODE_OPTIONS: '--import=data:text/javascript,process.on(%22SIGUSR2%22,()=>{throw%20new%20Error(%22boom%22)})',
   })
   t.teardown(() => service.child.kill('SIGKILL'))
   await portOf(service)
+  const crashedAt = Date.now()
   service.child.kill('SIGUSR2')
   t.equal(await service.exited, 1)
+  t.ok(Date.now() - crashedAt < 5_000, 'without the drain delay')
   t.match(service.output(), /"err":\{"type":"Error","message":"boom"\},"msg":"shutting down after an uncaught error"/)
   t.match(service.output(), /"msg":"dependencies closed"/)
   t.notMatch(service.output(), /at .*\(/, 'no stack frames')
+})
+
+t.test('a second signal during the drain exits 1 at once, without waiting for the delay', async (t) => {
+  const service = startFixture({ SHUTDOWN_DELAY_SECONDS: '60' })
+  t.teardown(() => service.child.kill('SIGKILL'))
+  const port = await portOf(service)
+  service.child.kill('SIGINT')
+  await waitForStatus(`http://127.0.0.1:${port}/ready`, 503)
+  const secondAt = Date.now()
+  service.child.kill('SIGINT')
+  t.equal(await service.exited, 1)
+  t.ok(Date.now() - secondAt < 5_000, 'at once')
+})
+
+t.test('with OTEL_EXPORTER_OTLP_ENDPOINT its spans go over OTLP/HTTP, named by the service, the last ones sent at SIGTERM', async (t) => {
+  const receiver = await startOtlpReceiver()
+  const service = startFixture({
+    OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
+    OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
+    // No batch leaves on its own during the test: what arrives was sent by the shutdown.
+    OTEL_BSP_SCHEDULE_DELAY: '600000',
+  })
+  t.teardown(async () => {
+    service.child.kill('SIGKILL')
+    await receiver.close()
+  })
+  const port = await portOf(service)
+  const response = await request(`http://127.0.0.1:${port}/slow`)
+  t.equal(response.statusCode, 200)
+  await response.body.dump()
+  t.same(receiver.spans(), [], 'nothing sent yet')
+
+  service.child.kill('SIGTERM')
+  t.equal(await service.exited, 0)
+  t.same(new Set(receiver.requests), new Set(['POST /v1/traces']))
+  t.ok(receiver.spans().some((span) => span.name === 'GET /slow'), "the request's server span")
+  t.same(new Set(receiver.spans().map((span) => span.serviceName)), new Set(['slow']))
+})
+
+t.test("OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES name the spans instead of the service's own name", async (t) => {
+  const receiver = await startOtlpReceiver()
+  const service = startFixture({
+    OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
+    OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
+    OTEL_SERVICE_NAME: 'slow-eu',
+    OTEL_RESOURCE_ATTRIBUTES: 'service.name=ignored,deployment.environment.name=test',
+  })
+  t.teardown(async () => {
+    service.child.kill('SIGKILL')
+    await receiver.close()
+  })
+  const port = await portOf(service)
+  await (await request(`http://127.0.0.1:${port}/slow`)).body.dump()
+  service.child.kill('SIGTERM')
+  t.equal(await service.exited, 0)
+  t.same(new Set(receiver.spans().map((span) => span.serviceName)), new Set(['slow-eu']))
 })

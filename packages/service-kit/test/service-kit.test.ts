@@ -122,7 +122,7 @@ t.test("the OpenAPI document's info is the service's title, version and descript
 
 t.test("the shared set-up is a set of named plugins: a service's own plugin can declare the ones it needs", async (t) => {
   const { app } = await buildService(t)
-  const names = ['service-kit', 'request-id', 'security-headers', 'host-header', 'cors', 'rate-limit', 'json-body', 'openapi', 'metrics', 'close-connections-on-shutdown']
+  const names = ['service-kit', 'request-id', 'security-headers', 'host-header', 'cors', 'rate-limit', 'json-body', 'openapi', 'metrics', 'drain']
   await app.register(fp(async () => {}, { name: 'needs-all', dependencies: names }))
   await t.resolves(async () => {
     await app.ready()

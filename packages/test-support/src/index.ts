@@ -1,7 +1,20 @@
 export { LISTENING, eventually, findFreePort, isListening, nodePath, runProcess, runServiceSource, waitForStatus, type RunningProcess } from './process.ts'
 export { testProductionBundle, type BundleCheck } from './production-bundle.ts'
 export { renderSwaggerUi, whyNoBrowser, CHROMIUM_PATH, type RenderedDocs } from './browser.ts'
-export { createPrivateRedis, startPrivateRedis, type PrivateRedis, type PrivateRedisOptions } from './redis-server.ts'
+export {
+  createPrivateRedis,
+  createPrivateSentinel,
+  startPrivateRedis,
+  startPrivateSentinel,
+  startPrivateSentinelGroup,
+  type PrivateSentinelGroup,
+  type PrivateRedis,
+  type PrivateRedisOptions,
+  type PrivateSentinelOptions,
+} from './redis-server.ts'
+export { composeRedisFlags, REDIS_ACL_DIR, TEST_REDIS_ADMIN, TEST_REDIS_USERS, renderServiceUsersAcl, startRedisWithServiceUsers } from './redis-users.ts'
+export { createTestCertificates, type TestCertificates } from './certificates.ts'
 export { rootStartEnv } from './turbo.ts'
 export { cpuMicros, loadGeneratorHeadroom, MIN_HEADROOM } from './headroom.ts'
 export { exchangeRaw, type RawAnswer } from './raw-http.ts'
+export { startOtlpReceiver, startOtlpSink, type OtlpReceiver, type OtlpSpan } from './otlp-receiver.ts'

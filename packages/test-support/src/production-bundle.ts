@@ -299,7 +299,9 @@ async function resolveFrom(dir: string, specifier: string): Promise<string> {
  */
 async function devDependenciesIn(dir: string, service: string): Promise<string[]> {
   const manifest = join(REPO_ROOT, 'services', service, 'package.json')
-  const production = new Set(await dependencyNames(manifest, 'dependencies'))
+  // A name the tests also use may be there for production's sake: @opentelemetry/api is a
+  // dependency of service-kit, @types/node one of protobufjs (OpenTelemetry's OTLP exporters).
+  const production = new Set([...(await dependencyNames(manifest, 'dependencies')), ...(await requiredIn(dir))])
   const dev = [
     ...(await dependencyNames(manifest, 'devDependencies')),
     ...(await dependencyNames(join(REPO_ROOT, 'package.json'), 'devDependencies')),
@@ -329,6 +331,21 @@ interface InstalledPackage {
   name: string
   /** A registry version, or `file+…` for a copied workspace package. */
   version: string
+  /** Its directory in the virtual store. */
+  entry: string
+}
+
+/** Every name a package of the bundle depends on (as a dependency, optional or peer): what production needs. */
+async function requiredIn(dir: string): Promise<Set<string>> {
+  const store = join(dir, 'node_modules', '.pnpm')
+  const required = new Set<string>()
+  for (const { name, entry } of await installedPackages(dir)) {
+    const manifest = JSON.parse(await readFile(join(store, entry, 'node_modules', name, 'package.json'), 'utf8')) as Record<string, unknown>
+    for (const field of ['dependencies', 'optionalDependencies', 'peerDependencies']) {
+      for (const dependency of Object.keys(manifest[field] ?? {})) required.add(dependency)
+    }
+  }
+  return required
 }
 
 /** Every package in pnpm's virtual store of the bundle. */
@@ -339,7 +356,7 @@ async function installedPackages(dir: string): Promise<InstalledPackage[]> {
     .map((entry) => {
       // "@scope+name@version_peers": the first "@" after a scope's own; no version holds a "_".
       const at = entry.indexOf('@', 1)
-      return { name: entry.slice(0, at).replace('+', '/'), version: entry.slice(at + 1).split('_')[0]! }
+      return { name: entry.slice(0, at).replace('+', '/'), version: entry.slice(at + 1).split('_')[0]!, entry }
     })
 }
 

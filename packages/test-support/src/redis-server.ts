@@ -1,8 +1,9 @@
-import { spawn, type ChildProcess } from 'node:child_process'
+import { execFile, spawn, type ChildProcess } from 'node:child_process'
 import { once } from 'node:events'
-import { mkdtemp, rm } from 'node:fs/promises'
+import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { promisify } from 'node:util'
 import { eventually, findFreePort, isListening } from './process.ts'
 
 /**
@@ -30,19 +31,35 @@ export interface PrivateRedisOptions {
   durable?: boolean
   /** More redis-server arguments, after (and so overriding) those above: `['--requirepass', 'secret']`. */
   args?: string[]
+  /** Serve TLS only, on `port`, with this certificate (`createTestCertificates`); clients are not asked for one. */
+  tls?: { certFile: string; keyFile: string; caFile: string }
+  /**
+   * A configuration file's text, written in the server's directory at its first start and read
+   * before the arguments: a sentinel needs a file of its own, which it rewrites as it learns.
+   */
+  config?: string
+  /** Runs `redis-server --sentinel` (with `config`) rather than a data node. */
+  sentinel?: boolean
 }
 
 /** A private Redis, not yet started: for tests of a service that starts before its Redis. */
-export async function createPrivateRedis({ durable = true, args: extraArgs = [] }: PrivateRedisOptions = {}): Promise<PrivateRedis> {
+export async function createPrivateRedis({ durable = true, args: extraArgs = [], tls, config, sentinel = false }: PrivateRedisOptions = {}): Promise<PrivateRedis> {
   const port = await findFreePort()
   const dir = await mkdtemp(join(tmpdir(), 'private-redis-'))
+  const configFile = join(dir, 'redis.conf')
+  if (config !== undefined) await writeFile(configFile, config)
   let child: ChildProcess | undefined
 
   const redis: PrivateRedis = {
     port,
     async start() {
-      const args = ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '']
-      args.push(...(durable ? ['--appendonly', 'yes', '--appendfsync', 'always'] : ['--appendonly', 'no']), ...extraArgs)
+      const listen = tls
+        ? ['--port', '0', '--tls-port', String(port), '--tls-cert-file', tls.certFile, '--tls-key-file', tls.keyFile, '--tls-ca-cert-file', tls.caFile, '--tls-auth-clients', 'no']
+        : ['--port', String(port)]
+      const args = config === undefined ? [] : [configFile, ...(sentinel ? ['--sentinel'] : [])]
+      args.push(...listen, '--bind', '127.0.0.1', '--dir', dir)
+      if (!sentinel) args.push('--save', '', ...(durable ? ['--appendonly', 'yes', '--appendfsync', 'always'] : ['--appendonly', 'no']))
+      args.push(...extraArgs)
       child = spawn('redis-server', args, { stdio: 'ignore' })
       await waitUntilListening(port)
     },
@@ -71,6 +88,127 @@ export async function startPrivateRedis(options: PrivateRedisOptions = {}): Prom
   const redis = await createPrivateRedis(options)
   await redis.start()
   return redis
+}
+
+export interface PrivateSentinelOptions {
+  /** The port of the primary to monitor, on 127.0.0.1. */
+  primaryPort: number
+  /** The name it is monitored under (`REDIS_SENTINEL_NAME`). */
+  name?: string
+  /** Sentinels that must agree the primary is down before a failover. */
+  quorum?: number
+  /** How long the primary may stay silent before it is deemed down. */
+  downAfterMs?: number
+  failoverTimeoutMs?: number
+}
+
+/**
+ * A private Redis Sentinel, not yet started, monitoring a private primary: it finds the
+ * primary's replicas and the other sentinels of that primary by itself, and fails over when
+ * they agree.
+ */
+export async function createPrivateSentinel(options: PrivateSentinelOptions): Promise<PrivateRedis> {
+  const { primaryPort, name = 'mymaster', quorum = 2, downAfterMs = 1_000, failoverTimeoutMs = 3_000 } = options
+  const config = [
+    `sentinel monitor ${name} 127.0.0.1 ${primaryPort} ${quorum}`,
+    `sentinel down-after-milliseconds ${name} ${downAfterMs}`,
+    `sentinel failover-timeout ${name} ${failoverTimeoutMs}`,
+    `sentinel parallel-syncs ${name} 1`,
+    '',
+  ].join('\n')
+  return createPrivateRedis({ config, sentinel: true })
+}
+
+/** A private Redis Sentinel (`createPrivateSentinel`), started. */
+export async function startPrivateSentinel(options: PrivateSentinelOptions): Promise<PrivateRedis> {
+  const sentinel = await createPrivateSentinel(options)
+  await sentinel.start()
+  return sentinel
+}
+
+/** A primary, its replicas and the sentinels that watch them, all private and started. */
+export interface PrivateSentinelGroup {
+  /** The name the sentinels monitor the primary under (`REDIS_SENTINEL_NAME`). */
+  readonly name: string
+  readonly primary: PrivateRedis
+  readonly replicas: readonly PrivateRedis[]
+  readonly sentinels: readonly PrivateRedis[]
+  /** `REDIS_SENTINELS` for this group. */
+  readonly sentinelList: string
+  /** The port of the primary the first sentinel names now. */
+  primaryPort(): Promise<number>
+  /** Stops every server and deletes their data. */
+  dispose(): Promise<void>
+}
+
+/**
+ * `replicas` replicas of a primary (`--replicaof`) and `sentinels` sentinels watching it (quorum:
+ * a majority), resolved once every replica is online and every sentinel knows every replica and
+ * every other sentinel, so that a failover can start as soon as the primary stops answering.
+ */
+export async function startPrivateSentinelGroup(
+  options: { replicas?: number; sentinels?: number } & Omit<PrivateSentinelOptions, 'primaryPort' | 'quorum'> = {},
+): Promise<PrivateSentinelGroup> {
+  const { replicas: replicaCount = 2, sentinels: sentinelCount = 3, name = 'mymaster', ...timings } = options
+  const primary = await startPrivateRedis()
+  const replicas = await Promise.all(
+    Array.from({ length: replicaCount }, () => startPrivateRedis({ args: ['--replicaof', '127.0.0.1', String(primary.port)] })),
+  )
+  const servers = [primary, ...replicas]
+  const sentinels: PrivateRedis[] = []
+  const group: PrivateSentinelGroup = {
+    name,
+    primary,
+    replicas,
+    sentinels,
+    get sentinelList() {
+      return sentinels.map((sentinel) => `127.0.0.1:${sentinel.port}`).join(',')
+    },
+    async primaryPort() {
+      const [, port] = (await redisCli(sentinels[0]!.port, 'SENTINEL', 'get-master-addr-by-name', name)).split('\n')
+      return Number(port)
+    },
+    async dispose() {
+      await Promise.all([...sentinels, ...servers].map((server) => server.dispose()))
+    },
+  }
+  try {
+    const online = await eventually(async () => countOf(await redisCli(primary.port, 'INFO', 'replication'), /^slave\d+:.*state=online/gm) === replicaCount, 200)
+    if (!online) throw new Error('the replicas never came online')
+    const quorum = Math.floor(sentinelCount / 2) + 1
+    for (let index = 0; index < sentinelCount; index++) sentinels.push(await startPrivateSentinel({ primaryPort: primary.port, name, quorum, ...timings }))
+    const acquainted = await eventually(async () => {
+      const views = await Promise.all(sentinels.map((sentinel) => redisCli(sentinel.port, 'SENTINEL', 'master', name)))
+      return views.every((view) => fieldOf(view, 'num-slaves') === replicaCount && fieldOf(view, 'num-other-sentinels') === sentinelCount - 1)
+    }, 400)
+    if (!acquainted) throw new Error('the sentinels never found every replica and each other')
+  } catch (error) {
+    await group.dispose()
+    throw error
+  }
+  return group
+}
+
+const execFileText = promisify(execFile)
+
+/** One command through `redis-cli`, its answer as text (one line per element); '' when it fails. */
+async function redisCli(port: number, ...command: string[]): Promise<string> {
+  try {
+    return (await execFileText('redis-cli', ['-h', '127.0.0.1', '-p', String(port), ...command])).stdout.trim()
+  } catch {
+    return ''
+  }
+}
+
+function countOf(text: string, pattern: RegExp): number {
+  return text.match(pattern)?.length ?? 0
+}
+
+/** A field of a `SENTINEL MASTER` answer, a flat list of names and values. */
+function fieldOf(answer: string, field: string): number {
+  const lines = answer.split('\n')
+  const index = lines.indexOf(field)
+  return index === -1 ? Number.NaN : Number(lines[index + 1])
 }
 
 async function waitUntilListening(port: number): Promise<void> {

@@ -24,7 +24,9 @@
  *      HTTP ceiling of DESIGN §10: when it does not reach twice the service's req/s, autocannon
  *      may be what limits the service, and the report calls the run client-bound. Each server's
  *      CPU time per request (from /proc) is shown beside its rate: the machine has two cores,
- *      autocannon needs one, and the rate moves with whatever else runs.
+ *      autocannon needs one, and the rate moves with whatever else runs. The service also runs
+ *      with tracing on (OTEL_EXPORTER_OTLP_ENDPOINT at a local OTLP endpoint that drops what it
+ *      gets): what tracing costs a request, against the service's own row, tracing off.
  *   4. Revalidation: the same load with FORGE_CACHE_TTL_SECONDS=1, where every expiry costs 5
  *      calls, the three resources answered 304 thanks to If-None-Match.
  *   5. Upstream economy (DESIGN §7): 200 requests over 20 cold users and a herd of 200 for one
@@ -49,7 +51,7 @@ import { performance } from 'node:perf_hooks'
 import { setTimeout as sleep } from 'node:timers/promises'
 import autocannon from 'autocannon'
 import { createClient } from 'redis'
-import { cpuMicros, loadGeneratorHeadroom, MIN_HEADROOM, startPrivateRedis } from '@repo/test-support'
+import { cpuMicros, loadGeneratorHeadroom, MIN_HEADROOM, startOtlpSink, startPrivateRedis } from '@repo/test-support'
 import { Agent, request } from 'undici'
 import { DELAY_MS, FOLLOWERS_PER_USER, ISSUES_PER_USER, PRS_PER_USER, REPOS_PER_USER, type UpstreamCalls } from './fake-account.ts'
 import { killEveryServer, startServer, stop, type Server } from './servers.ts'
@@ -112,7 +114,7 @@ interface Summary {
   result: string
 }
 
-type ServerKind = 'service' | 'service, REDIS_URL' | 'bare'
+type ServerKind = 'service' | 'service, REDIS_URL' | 'service, tracing on' | 'bare'
 
 
 const dispatcher = new Agent({ keepAliveTimeout: 30_000 })
@@ -121,6 +123,8 @@ const redis = await startPrivateRedis({ durable: false })
 const redisUrl = `redis://127.0.0.1:${redis.port}`
 const redisClient = createClient({ url: redisUrl })
 await redisClient.connect()
+// Where the traced service sends its spans (OTLP/HTTP, the SDK's default encoding and batching).
+const otlpSink = await startOtlpSink()
 // Where the bare route's body is handed over: the answer the service gave, written once.
 const scratch = await mkdtemp(join(tmpdir(), 'forge-bench-'))
 const problems: string[] = []
@@ -156,6 +160,7 @@ try {
   await dispatcher.close()
   await redisClient.close()
   await redis.dispose()
+  await otlpSink.close()
   await rm(scratch, { recursive: true, force: true })
 }
 
@@ -247,15 +252,17 @@ async function cacheHits(): Promise<void> {
   const rounds = new Map<ServerKind, LoadResult[]>([
     ['service', []],
     ['service, REDIS_URL', []],
+    ['service, tracing on', []],
     ['bare', []],
   ])
   let body: string | undefined
   let headers: Answer['headers'] | undefined
 
   for (let round = 0; round < ROUNDS; round++) {
-    for (const kind of ['service', 'service, REDIS_URL'] as const) {
+    for (const kind of ['service', 'service, REDIS_URL', 'service, tracing on'] as const) {
       await flushRedis()
-      const service = await startService(kind === 'service' ? {} : { REDIS_URL: redisUrl })
+      const env = { service: {}, 'service, REDIS_URL': { REDIS_URL: redisUrl }, 'service, tracing on': { OTEL_EXPORTER_OTLP_ENDPOINT: otlpSink.url } }[kind]
+      const service = await startService(env)
       try {
         const warm = await get(`${service.url}${path}`)
         expect(warm.status === 200, `warming ${login} answered ${warm.status}`)
@@ -284,6 +291,7 @@ async function cacheHits(): Promise<void> {
 
   const service = median(rounds.get('service')!)
   const shared = median(rounds.get('service, REDIS_URL')!)
+  const traced = median(rounds.get('service, tracing on')!)
   const bare = median(rounds.get('bare')!)
   const ratio = service.requestsPerSecond / bare.requestsPerSecond
   const sharedRatio = shared.requestsPerSecond / bare.requestsPerSecond
@@ -300,6 +308,7 @@ async function cacheHits(): Promise<void> {
     'bare Fastify route': loadRow(bare),
     service: loadRow(service),
     'service, REDIS_URL set': loadRow(shared),
+    'service, tracing on': loadRow(traced),
   })
   console.log(`   service / bare route: ${ratio.toFixed(2)}  (target >= ${TARGET.cacheHitRatio})${clientBound ? '' : mark(ratio >= TARGET.cacheHitRatio)}`)
   console.log(
@@ -313,6 +322,11 @@ async function cacheHits(): Promise<void> {
         '(the same comparison by cost rather than rate: less swayed by what else runs on the machine, or by the load generator)',
     )
   }
+  const tracingRate = traced.requestsPerSecond / service.requestsPerSecond
+  const tracingCpu =
+    traced.cpuMicrosPerRequest === undefined || service.cpuMicrosPerRequest === undefined ? undefined : traced.cpuMicrosPerRequest - service.cpuMicrosPerRequest
+  const tracingCost = `${tracingRate.toFixed(2)} of the req/s${tracingCpu === undefined ? '' : `, ${tracingCpu >= 0 ? '+' : ''}${Math.round(tracingCpu)} µs CPU/request`}`
+  console.log(`   tracing on (spans exported over OTLP/HTTP): ${tracingCost}`)
   console.log('')
   summary.push({
     figure: 'cache-hit req/s, service / bare',
@@ -326,6 +340,7 @@ async function cacheHits(): Promise<void> {
     target: `>= ${TARGET.sharedCacheHitRatio}`,
     result: judge(sharedRatio >= TARGET.sharedCacheHitRatio),
   })
+  summary.push({ figure: 'cache-hit, tracing on / off', value: tracingCost, target: '', result: '' })
   summary.push({
     figure: 'cache-hit load generator headroom, bare / service',
     value: headroom.toFixed(2),

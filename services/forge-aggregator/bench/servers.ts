@@ -37,6 +37,8 @@ export async function startServer(label: string, entry: string, env: Record<stri
   const port = await findFreePort()
   const url = `http://127.0.0.1:${port}`
   const isService = entry !== 'bench/fake-upstream.ts'
+  // A bench stops its servers at once: nothing balances between them.
+  if (isService) env = { SHUTDOWN_DELAY_SECONDS: '0', ...env }
   const server = entry.startsWith('dist/')
     ? runProcess('node', [entry], { cwd: SERVICE_ROOT, env: { PATH: nodePath(), NODE_ENV: 'production', PORT: String(port), ...env }, discardStdout: true })
     : runServiceSource(SERVICE_ROOT, { PORT: String(port), ...env }, entry, { discardStdout: isService })

@@ -49,7 +49,7 @@ export async function buildApp(config: Readonly<ForgeAggregatorConfig>, options:
       internalErrorBody: { error: 'Internal server error', details: 'Unexpected error; the server log has the cause' },
     },
     cors: { origins: config.CORS_ORIGINS, methods: ['GET', 'HEAD'] },
-    // With REDIS_URL the replicas count each client together; in the process otherwise.
+    // With a shared Redis the replicas count each client together; in the process otherwise.
     rateLimit: { perMinute: config.RATE_LIMIT_PER_MINUTE, redis: app.sharedCache?.connection.client },
   })
   await app.register(upstream, { config, credentials, heldBodyBytes: memory.heldBodyBytes, now, dispatcher: options.dispatcher })

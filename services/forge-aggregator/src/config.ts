@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox'
-import { serverSettings } from '@repo/config'
+import { redisAuthSettings, sentinelSettings, serverSettings, tracingSettings } from '@repo/config'
 
 /** A GitHub login: 1–39 letters, digits and hyphens. */
 export const LOGIN_PATTERN = '^[A-Za-z0-9-]{1,39}$'
@@ -7,6 +7,7 @@ export const LOGIN_PATTERN = '^[A-Za-z0-9-]{1,39}$'
 /** Every environment variable forge-aggregator reads, with its default. */
 export const ForgeAggregatorConfig = Type.Object({
   ...serverSettings({ port: 3000 }),
+  ...tracingSettings(),
   FORGE_API_URL: Type.String({
     default: 'https://api.github.com',
     pattern: '^https?://[^\\s]+$',
@@ -47,6 +48,8 @@ export const ForgeAggregatorConfig = Type.Object({
       description: 'redis:// or rediss:// URL; set, replicas share answers, held bodies, the budget and production locks',
     }),
   ),
+  ...redisAuthSettings(),
+  ...sentinelSettings(),
 })
 
 export type ForgeAggregatorConfig = Static<typeof ForgeAggregatorConfig>

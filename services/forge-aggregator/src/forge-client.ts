@@ -1,3 +1,4 @@
+import { AsyncLocalStorage } from 'node:async_hooks'
 import { performance } from 'node:perf_hooks'
 import { Agent, interceptors, type Dispatcher } from 'undici'
 import { LRUCache } from 'lru-cache'
@@ -91,6 +92,24 @@ const RETRY = interceptors.retry({
   // The last attempt's answer reaches us as an answer (a 503), not as a retry error.
   throwOnError: false,
 })
+/**
+ * Answers reach an interceptor in the async context of the connection they came on, which is
+ * the context of the call that opened it: a retry scheduled there would be traced (and its
+ * `traceparent` sent) in that earlier request's trace. Placed under the retry interceptor, this
+ * runs its decisions in the context of the call being retried. A snapshot costs next to nothing
+ * when nothing (no tracing) keeps a context.
+ */
+const IN_CALLERS_CONTEXT: Dispatcher.DispatcherComposeInterceptor = (dispatch) => (opts, handler) => {
+  const inCallersContext = AsyncLocalStorage.snapshot()
+  return dispatch(opts, {
+    onRequestStart: (controller, context) => handler.onRequestStart?.(controller, context),
+    onResponseStart: (controller, statusCode, headers, statusMessage) =>
+      inCallersContext(() => handler.onResponseStart?.(controller, statusCode, headers, statusMessage)),
+    onResponseData: (controller, chunk) => handler.onResponseData?.(controller, chunk),
+    onResponseEnd: (controller, trailers) => inCallersContext(() => handler.onResponseEnd?.(controller, trailers)),
+    onResponseError: (controller, error) => inCallersContext(() => handler.onResponseError?.(controller, error)),
+  })
+}
 // Renamed users and repositories answer 301/307 to their new name (DESIGN §4: at most 3).
 const REDIRECT = interceptors.redirect({ maxRedirections: 3 })
 const MAX_BODY_BYTES = 32 * 1024 * 1024
@@ -123,7 +142,7 @@ export function createForgeClient(options: ForgeClientOptions): ForgeClient {
   const basePath = base.pathname.replace(/\/+$/, '')
   const agent = options.dispatcher ?? new Agent({ keepAliveTimeout: 30_000, maxResponseSize: MAX_BODY_BYTES })
   const retryAfter = (statusCode: number, headers: Dispatcher.ResponseData['headers'], text: string) => retryAfterSeconds(statusCode, headers, text, now())
-  const dispatcher = agent.compose(REDIRECT, RETRY, interceptors.deduplicate(), budgetInterceptor(budget, now, retryAfter))
+  const dispatcher = agent.compose(REDIRECT, IN_CALLERS_CONTEXT, RETRY, interceptors.deduplicate(), budgetInterceptor(budget, now, retryAfter))
   const held =
     options.revalidationMaxBytes > 0
       ? new LRUCache<string, HeldBody>({ maxSize: options.revalidationMaxBytes, sizeCalculation: (entry) => entry.text.length + entry.etag.length })

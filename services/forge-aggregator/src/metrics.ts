@@ -10,8 +10,11 @@ export interface UpstreamMetrics {
   observeBudget: (resource: RateLimitResource, state: BudgetState) => void
 }
 
-/** Registers the upstream metrics on `registry` (one per app: tests build several in one process). */
-export function createUpstreamMetrics(registry: Registry): UpstreamMetrics {
+/**
+ * Registers the upstream metrics on `registry` (one per app: tests build several in one process).
+ * `reserve` is `FORGE_BUDGET_RESERVE`, exposed so that an alert can compare what is left with it.
+ */
+export function createUpstreamMetrics(registry: Registry, reserve: number): UpstreamMetrics {
   const requests = new Counter({
     name: 'forge_upstream_requests_total',
     help: 'Upstream calls made, by rate-limit resource and answer status (error: no answer)',
@@ -31,6 +34,20 @@ export function createUpstreamMetrics(registry: Registry): UpstreamMetrics {
     labelNames: ['resource'] as const,
     registers: [registry],
   })
+  const limit = new Gauge({
+    name: 'forge_ratelimit_limit',
+    help: 'Calls the upstream allows in one rate-limit window',
+    labelNames: ['resource'] as const,
+    registers: [registry],
+  })
+  // The reserve applies to the core limit only (RateLimitBudget): labelled so, it matches
+  // forge_ratelimit_limit{resource="core"} series for series in a query.
+  new Gauge({
+    name: 'forge_ratelimit_reserve_ratio',
+    help: 'Share of the core rate limit kept for users never seen (FORGE_BUDGET_RESERVE)',
+    labelNames: ['resource'] as const,
+    registers: [registry],
+  }).set({ resource: 'core' }, reserve)
   const reset = new Gauge({
     name: 'forge_ratelimit_reset_timestamp_seconds',
     help: 'When the upstream refills the rate limit (Unix time)',
@@ -45,6 +62,7 @@ export function createUpstreamMetrics(registry: Registry): UpstreamMetrics {
     observeBudget: (resource, state) => {
       // A remaining count the upstream never sent is unknown, not "millions left".
       if (state.remaining !== Number.MAX_SAFE_INTEGER) remaining.set({ resource }, state.remaining)
+      if (state.limit > 0) limit.set({ resource }, state.limit)
       if (state.resetAt > 0) reset.set({ resource }, state.resetAt / 1000)
     },
   }

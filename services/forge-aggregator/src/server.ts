@@ -1,5 +1,10 @@
-import { runService } from '@repo/service-kit'
-import { buildApp } from './app.ts'
+import { runService } from '@repo/service-kit/run-service'
 import { ForgeAggregatorConfig } from './config.ts'
 
-await runService({ config: ForgeAggregatorConfig, env: process.env, start: buildApp })
+await runService({
+  name: 'forge-aggregator',
+  config: ForgeAggregatorConfig,
+  env: process.env,
+  // Imported once tracing, when asked for, has started: it instruments the Redis client as it loads.
+  start: async (config, options) => (await import('./app.ts')).buildApp(config, options),
+})

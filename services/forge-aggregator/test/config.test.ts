@@ -1,7 +1,9 @@
 import t from 'tap'
 import { generateKeyPairSync } from 'node:crypto'
 import { ConfigError, loadConfig } from '@repo/config'
+import { createLogger } from '@repo/service-kit'
 import { rootStartEnv } from '@repo/test-support'
+import { buildApp } from '../src/app.ts'
 import { ForgeAggregatorConfig } from '../src/config.ts'
 import { credentialsFrom } from '../src/upstream-credentials.ts'
 
@@ -11,6 +13,7 @@ t.test('defaults: port 3000, api.github.com, octocat, no token, 10 s, 60 s, 30 f
     PORT: 3000,
     LOG_LEVEL: 'info',
     RATE_LIMIT_PER_MINUTE: 0,
+    SHUTDOWN_DELAY_SECONDS: 5,
     FORGE_API_URL: 'https://api.github.com',
     FORGE_DEFAULT_USER: 'octocat',
     FORGE_TIMEOUT_MS: 10_000,
@@ -20,7 +23,19 @@ t.test('defaults: port 3000, api.github.com, octocat, no token, 10 s, 60 s, 30 f
     FORGE_MAX_REPO_PAGES: 10,
     FORGE_STALE_SECONDS: 86_400,
     FORGE_BUDGET_RESERVE: 0.1,
+    REDIS_SENTINEL_NAME: 'mymaster',
   })
+})
+
+t.test('REDIS_SENTINELS with REDIS_URL stops the start, naming both', async (t) => {
+  const config = loadConfig(ForgeAggregatorConfig, { REDIS_URL: 'redis://cache:6379', REDIS_SENTINELS: 'sentinel-0:26379' })
+  await t.rejects(buildApp(config, { logger: createLogger('silent', { write: () => {} }) }), new ConfigError(['REDIS_SENTINELS excludes REDIS_URL: set one of them']))
+})
+
+t.test('REDIS_SENTINELS takes comma-separated host:port entries and names itself when bad', async (t) => {
+  t.equal(loadConfig(ForgeAggregatorConfig, { REDIS_SENTINELS: 'sentinel-0:26379,10.0.0.2:26379' }).REDIS_SENTINELS, 'sentinel-0:26379,10.0.0.2:26379')
+  const error = t.throws(() => loadConfig(ForgeAggregatorConfig, { REDIS_SENTINELS: 'sentinel-0:263790' }))
+  t.match((error as ConfigError).problems, [/^REDIS_SENTINELS /])
 })
 
 t.test('REDIS_URL takes redis:// and rediss:// URLs; the stale window and the reserve are bounded', async (t) => {
@@ -33,6 +48,12 @@ t.test('REDIS_URL takes redis:// and rediss:// URLs; the stale window and the re
   ) as ConfigError
   t.same(error.problems.map((line) => line.split(' ')[0]).sort(), ['FORGE_BUDGET_RESERVE', 'FORGE_STALE_SECONDS', 'REDIS_URL'])
   t.notMatch(error.message, 'secret')
+})
+
+t.test('REDIS_USERNAME, REDIS_PASSWORD and REDIS_CA_FILE are read; an empty REDIS_USERNAME counts as none', async (t) => {
+  const config = loadConfig(ForgeAggregatorConfig, { REDIS_URL: 'rediss://cache:6380', REDIS_USERNAME: 'forge-aggregator', REDIS_PASSWORD: 'hunter2', REDIS_CA_FILE: '/etc/redis-ca/ca.pem' })
+  t.match(config, { REDIS_USERNAME: 'forge-aggregator', REDIS_PASSWORD: 'hunter2', REDIS_CA_FILE: '/etc/redis-ca/ca.pem' })
+  t.notOk('REDIS_USERNAME' in loadConfig(ForgeAggregatorConfig, { REDIS_USERNAME: '' }))
 })
 
 t.test('a GitHub Enterprise URL and a token are accepted; an empty token counts as none', async (t) => {

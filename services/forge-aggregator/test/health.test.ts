@@ -14,6 +14,19 @@ t.test('/health and /ready answer 200 and never call the upstream', async (t) =>
   t.same(unexpected, [])
 })
 
+t.test('/ready answers 503 {"error":"Shutting down"} once the process drains, while /health still answers', async (t) => {
+  const { app } = await buildAggregator(t)
+  app.startDraining()
+  const ready = await app.inject({ method: 'GET', url: '/ready' })
+  t.equal(ready.statusCode, 503)
+  t.same(ready.json(), { error: 'Shutting down' })
+  const health = await app.inject({ method: 'GET', url: '/health' })
+  t.equal(health.statusCode, 200)
+  t.equal(health.headers.connection, 'close')
+  const document = (await app.inject({ method: 'GET', url: '/docs/json' })).json<{ paths: Record<string, { get: { responses: Record<string, unknown> } }> }>()
+  t.same(Object.keys(document.paths['/ready']?.get.responses ?? {}).sort(), ['200', '503'], 'the OpenAPI document says so')
+})
+
 t.test('an unknown route answers 404 {"error":"Not Found"}', async (t) => {
   const { app } = await buildAggregator(t)
   const res = await app.inject({ method: 'GET', url: '/api/forge/nothing' })

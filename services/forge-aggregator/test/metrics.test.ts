@@ -46,12 +46,23 @@ t.test('forge_ratelimit_remaining and forge_ratelimit_reset_timestamp_seconds fo
   t.equal(await metric('forge_ratelimit_reset_timestamp_seconds', { resource: 'core' }), 1_800_000_000)
 })
 
+t.test('forge_ratelimit_limit follows the upstream’s limit header, forge_ratelimit_reserve_ratio is FORGE_BUDGET_RESERVE on core', async (t) => {
+  const { app, metric } = await buildAggregator(t, { env: { FORGE_BUDGET_RESERVE: 0.25 } })
+  t.equal(await metric('forge_ratelimit_reserve_ratio', { resource: 'core' }), 0.25, 'from the start')
+  t.equal(await metric('forge_ratelimit_reserve_ratio', { resource: 'search' }), undefined, 'the reserve spares core calls only')
+  t.equal(await metric('forge_ratelimit_limit', { resource: 'core' }), undefined, 'unknown before the first answer')
+  nock(API).get('/repos/octocat/hello').reply(200, fixtures.repository, { ...RESOURCE_HEADERS, 'x-ratelimit-limit': '5000' })
+  await app.inject({ method: 'GET', url: '/api/forge/repos?repo_name=hello' })
+  t.equal(await metric('forge_ratelimit_limit', { resource: 'core' }), 5000)
+})
+
 t.test('a rate limit that names neither remaining nor reset leaves the gauges unset', async (t) => {
   const { app, metric } = await buildAggregator(t)
   nock(API).get('/repos/octocat/hello').reply(429, { message: 'slow down' }, { 'retry-after': '5' })
   await app.inject({ method: 'GET', url: '/api/forge/repos?repo_name=hello' })
   t.equal(await metric('forge_ratelimit_remaining', { resource: 'core' }), undefined)
   t.equal(await metric('forge_ratelimit_reset_timestamp_seconds', { resource: 'core' }), undefined)
+  t.equal(await metric('forge_ratelimit_limit', { resource: 'core' }), undefined)
 })
 
 t.test('each app has its own registry: what one app counted is not on the other’s /metrics', async (t) => {

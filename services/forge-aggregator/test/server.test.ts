@@ -7,7 +7,8 @@ import { startLocalUpstream } from './helpers/local-upstream.ts'
 import { answerRepository, REPOSITORY_COUNTS as COUNTS } from './helpers/repository-upstream.ts'
 
 const SERVICE_ROOT = fileURLToPath(new URL('..', import.meta.url))
-const runServer = (env: Record<string, string>) => runServiceSource(SERVICE_ROOT, env)
+// No drain delay: these tests are about what closing does (service-kit's test/drain-process.test.ts covers the drain).
+const runServer = (env: Record<string, string>) => runServiceSource(SERVICE_ROOT, { SHUTDOWN_DELAY_SECONDS: '0', ...env })
 const TOKEN = 'some-secret'
 
 t.test('an invalid variable stops the process with exit code 1, one line per bad variable, and never prints the token', async (t) => {

@@ -1,8 +1,13 @@
 import t from 'tap'
+import type { ServerResponse } from 'node:http'
+import { setTimeout as sleep } from 'node:timers/promises'
 import nock from 'nock'
+import { Agent } from 'undici'
 import { createClient } from 'redis'
 import { startPrivateRedis } from '@repo/test-support'
 import { buildAggregator, testClock, type BuildOptions, type TestAggregator, type TestClock, type TestEnv } from './helpers/build.ts'
+import { startLocalUpstream } from './helpers/local-upstream.ts'
+import { answerRepository } from './helpers/repository-upstream.ts'
 import { API, RESOURCE_HEADERS, fixtures, makeFollowers, makeRepos, makeUser, mockUser, recordUnexpectedCalls, searchResult, SEARCH_HEADERS } from './helpers/upstream.ts'
 
 // A cache needs no durability: without fsync on every write, a loaded machine does not slow it down.
@@ -362,6 +367,36 @@ t.test('a released lock is announced: a request waiting on another replica is an
   t.equal(waiter.res.body, producer.res.body)
   t.ok(waiter.at - producer.at < 1_000, `answered ${waiter.at - producer.at} ms after the producer, not after FORGE_TIMEOUT_MS`)
   t.same(unexpected, [], 'one upstream call for both')
+})
+
+t.test('a replica that stops mid-production releases and announces its lock: a request waiting on it elsewhere goes on at once', async (t) => {
+  // The first upstream call (the stopping replica's) is never answered; later ones are at once.
+  const held: ServerResponse[] = []
+  const upstream = await startLocalUpstream(t, (request, response, index) => {
+    if (index === 0) held.push(response)
+    else answerRepository('octocat')(request, response)
+  })
+  // The stopping replica's dispatcher is the test's: closing the app does not wait for the call that hangs.
+  const dispatcher = new Agent()
+  t.teardown(() => dispatcher.destroy())
+  const env = { FORGE_API_URL: upstream.url, FORGE_TIMEOUT_MS: 10_000 }
+  const [stopping] = await replicas(t, 1, { env, dispatcher })
+  const [other] = await replicas(t, 1, { env })
+  const abandoned = stopping!.app.inject({ method: 'GET', url: HELLO })
+  t.ok(await eventuallyTrue(async () => held.length === 1), 'the stopping replica holds the lock and waits on the upstream')
+
+  const waited = other!.app.inject({ method: 'GET', url: HELLO }).then((res) => ({ res, at: Date.now() }))
+  t.equal(await Promise.race([waited.then(() => 'answered'), sleep(300, 'waiting')]), 'waiting', 'the other replica waits on that production')
+  const closedAt = Date.now()
+  await stopping!.app.close()
+  const { res, at } = await waited
+  t.equal(res.statusCode, 200)
+  t.ok(at - closedAt < 1_000, `answered ${at - closedAt} ms after the stop, not after FORGE_TIMEOUT_MS`)
+  t.equal(upstream.requests.length, 2, 'by a production of its own')
+  t.ok(stopping!.logs().some((line) => line.msg === 'production locks released at shutdown' && line.locks === 1))
+  held[0]!.destroy()
+  await abandoned
+  t.same(await inspector.keys('*lock:*'), [], 'no lock left behind, the late end of the abandoned production included')
 })
 
 t.test('the cache partition changes with FORGE_API_URL, FORGE_FOLLOWERS_LIMIT, FORGE_MAX_REPO_PAGES and the token', async (t) => {

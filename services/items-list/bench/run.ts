@@ -8,7 +8,9 @@
  *     client, configured as the service's (both ceilings send the service's security headers);
  *   - the service as `pnpm start` runs it (default configuration: info logging to stdout, one
  *     access line per request, request ids, metrics, security headers);
- *   - the same service on a durable Redis (AOF, appendfsync always: production's setting).
+ *   - the same service on a durable Redis (AOF, appendfsync always: production's setting);
+ *   - the service with tracing on (OTEL_EXPORTER_OTLP_ENDPOINT at a local OTLP endpoint that
+ *     drops what it gets): what tracing costs a request. Its own row is the off figure.
  * The first three share a Redis without persistence, and the ratio service / stack ceiling is
  * taken there (DESIGN §10): with an fsync on every write, the disk caps service and ceiling alike
  * and the ratio says nothing of the service's code. What the service does on a durable Redis is
@@ -24,7 +26,17 @@
 import { fileURLToPath } from 'node:url'
 import autocannon from 'autocannon'
 import { createClient } from 'redis'
-import { cpuMicros, eventually, findFreePort, loadGeneratorHeadroom, runServiceSource, startPrivateRedis, type PrivateRedis, type RunningProcess } from '@repo/test-support'
+import {
+  cpuMicros,
+  eventually,
+  findFreePort,
+  loadGeneratorHeadroom,
+  runServiceSource,
+  startOtlpSink,
+  startPrivateRedis,
+  type PrivateRedis,
+  type RunningProcess,
+} from '@repo/test-support'
 import { NEW_ITEM, PREFILLED_NAMES } from './names.ts'
 
 const SERVICE_ROOT = fileURLToPath(new URL('..', import.meta.url))
@@ -45,8 +57,8 @@ interface Measurement {
   cpuMicrosPerRequest: number | undefined
 }
 
-type ServerKind = 'http ceiling' | 'stack ceiling' | 'service' | 'service, durable Redis'
-const KINDS: ServerKind[] = ['http ceiling', 'stack ceiling', 'service', 'service, durable Redis']
+type ServerKind = 'http ceiling' | 'stack ceiling' | 'service' | 'service, durable Redis' | 'service, tracing on'
+const KINDS: ServerKind[] = ['http ceiling', 'stack ceiling', 'service', 'service, durable Redis', 'service, tracing on']
 
 interface Scenario {
   label: string
@@ -60,9 +72,13 @@ interface Verdict {
   'CPU per request, stack / service': string
   result: string
   'service req/s, durable Redis': number
+  'tracing on / off, req/s': string
+  'tracing CPU µs/request': string
 }
 
 const redis = await startPrivateRedis({ durable: false })
+// Where the traced service sends its spans (OTLP/HTTP, the SDK's default encoding and batching).
+const otlpSink = await startOtlpSink()
 const durableRedis = await startPrivateRedis()
 const clients = new Map(
   await Promise.all(
@@ -98,6 +114,7 @@ try {
   for (const client of clients.values()) client.destroy()
   await redis.dispose()
   await durableRedis.dispose()
+  await otlpSink.close()
 }
 
 function redisOf(kind: ServerKind): PrivateRedis {
@@ -140,8 +157,9 @@ async function resetList(of: PrivateRedis): Promise<void> {
 /** Starts `kind` on `port` and resolves once it answers GET /items/; its stdout, the service's log, goes to /dev/null. */
 async function startServer(kind: ServerKind, port: number): Promise<RunningProcess> {
   const redisPort = String(redisOf(kind).port)
+  const tracing = kind === 'service, tracing on' ? { OTEL_EXPORTER_OTLP_ENDPOINT: otlpSink.url } : {}
   const server = kind.startsWith('service')
-    ? runServiceSource(SERVICE_ROOT, { PORT: String(port), HOST: '127.0.0.1', REDIS_HOST: '127.0.0.1', REDIS_PORT: redisPort }, 'src/server.ts', {
+    ? runServiceSource(SERVICE_ROOT, { PORT: String(port), HOST: '127.0.0.1', SHUTDOWN_DELAY_SECONDS: '0', REDIS_HOST: '127.0.0.1', REDIS_PORT: redisPort, ...tracing }, 'src/server.ts', {
         discardStdout: true,
       })
     : runServiceSource(SERVICE_ROOT, { CEILING: kind === 'http ceiling' ? 'http' : 'stack', PORT: String(port), REDIS_PORT: redisPort }, 'bench/ceiling-server.ts')
@@ -179,6 +197,7 @@ function report(label: string, results: Map<ServerKind, Measurement>): Verdict {
   const stack = results.get('stack ceiling')!
   const service = results.get('service')!
   const durable = results.get('service, durable Redis')!
+  const traced = results.get('service, tracing on')!
   console.log(label)
   console.table(
     Object.fromEntries(
@@ -213,7 +232,14 @@ function report(label: string, results: Map<ServerKind, Measurement>): Verdict {
   }
   console.log(
     `  on a durable Redis (appendonly yes, appendfsync always) the service answers ${Math.round(durable.requestsPerSecond)} req/s ` +
-      '(absolute, not a ratio: an fsync per write would cap the ceilings as much as the service)\n',
+      '(absolute, not a ratio: an fsync per write would cap the ceilings as much as the service)',
+  )
+  const tracingRate = traced.requestsPerSecond / service.requestsPerSecond
+  const tracingCpu =
+    traced.cpuMicrosPerRequest === undefined || service.cpuMicrosPerRequest === undefined ? undefined : traced.cpuMicrosPerRequest - service.cpuMicrosPerRequest
+  console.log(
+    `  tracing on (spans exported over OTLP/HTTP): ${tracingRate.toFixed(2)} of the service's req/s` +
+      `${tracingCpu === undefined ? '' : `, ${tracingCpu >= 0 ? '+' : ''}${Math.round(tracingCpu)} µs of CPU per request`}\n`,
   )
   return {
     scenario: label,
@@ -222,5 +248,7 @@ function report(label: string, results: Map<ServerKind, Measurement>): Verdict {
     'CPU per request, stack / service': byCpu === undefined ? '' : byCpu.toFixed(2),
     result: clientBound ? 'CLIENT-BOUND: ratio means nothing' : met ? 'PASS' : 'BELOW TARGET',
     'service req/s, durable Redis': Math.round(durable.requestsPerSecond),
+    'tracing on / off, req/s': tracingRate.toFixed(2),
+    'tracing CPU µs/request': tracingCpu === undefined ? '' : `${tracingCpu >= 0 ? '+' : ''}${Math.round(tracingCpu)}`,
   }
 }

@@ -1,24 +1,31 @@
 import { Type, type Static } from '@sinclair/typebox'
-import { serverSettings } from '@repo/config'
+import { redisAuthSettings, sentinelSettings, serverSettings, tracingSettings } from '@repo/config'
 
 /** Every environment variable items-list reads, with its default. */
 export const ItemsListConfig = Type.Object({
   ...serverSettings({ port: 8080 }),
+  ...tracingSettings(),
   REDIS_URL: Type.Optional(
     Type.String({
       pattern: '^rediss?://',
-      description: 'redis:// or rediss:// URL; when set, it overrides REDIS_HOST, REDIS_PORT, REDIS_PASSWORD and REDIS_DB',
+      description: 'redis:// or rediss:// URL; when set, it overrides REDIS_HOST, REDIS_PORT and REDIS_DB',
     }),
   ),
   REDIS_HOST: Type.String({ default: 'localhost', minLength: 1, description: 'Redis host' }),
   REDIS_PORT: Type.Integer({ default: 6379, minimum: 1, maximum: 65535, description: 'Redis port' }),
-  REDIS_PASSWORD: Type.Optional(Type.String({ description: 'Redis password' })),
+  ...redisAuthSettings(),
   REDIS_DB: Type.Integer({ default: 0, minimum: 0, description: 'Redis database number' }),
+  ...sentinelSettings(),
   ITEMS_KEY: Type.String({ default: 'items', minLength: 1, description: 'the Redis key of the list' }),
   IDEMPOTENCY_TTL_SECONDS: Type.Integer({
     default: 86_400,
     minimum: 1,
     description: 'how long an Idempotency-Key is remembered after its append',
+  }),
+  ITEMS_MIN_REPLICAS_ACK: Type.Integer({
+    default: 0,
+    minimum: 0,
+    description: 'replicas that must confirm an append (Redis WAIT) before its 201; 0: the primary alone',
   }),
 })
 

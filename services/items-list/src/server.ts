@@ -1,5 +1,10 @@
-import { runService } from '@repo/service-kit'
-import { buildApp } from './app.ts'
+import { runService } from '@repo/service-kit/run-service'
 import { ItemsListConfig } from './config.ts'
 
-await runService({ config: ItemsListConfig, env: process.env, start: buildApp })
+await runService({
+  name: 'items-list',
+  config: ItemsListConfig,
+  env: process.env,
+  // Imported once tracing, when asked for, has started: it instruments the Redis client as it loads.
+  start: async (config, options) => (await import('./app.ts')).buildApp(config, options),
+})

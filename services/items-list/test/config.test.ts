@@ -1,6 +1,8 @@
 import t from 'tap'
 import { ConfigError, loadConfig } from '@repo/config'
+import { createLogger } from '@repo/service-kit'
 import { rootStartEnv } from '@repo/test-support'
+import { buildApp } from '../src/app.ts'
 import { ItemsListConfig } from '../src/config.ts'
 
 t.test('defaults: port 8080 on all interfaces, Redis at localhost:6379 db 0, key items', async (t) => {
@@ -9,11 +11,14 @@ t.test('defaults: port 8080 on all interfaces, Redis at localhost:6379 db 0, key
     PORT: 8080,
     LOG_LEVEL: 'info',
     RATE_LIMIT_PER_MINUTE: 0,
+    SHUTDOWN_DELAY_SECONDS: 5,
     REDIS_HOST: 'localhost',
     REDIS_PORT: 6379,
     REDIS_DB: 0,
+    REDIS_SENTINEL_NAME: 'mymaster',
     ITEMS_KEY: 'items',
     IDEMPOTENCY_TTL_SECONDS: 86_400,
+    ITEMS_MIN_REPLICAS_ACK: 0,
   })
 })
 
@@ -25,13 +30,19 @@ t.test('every variable of the README table is read', async (t) => {
     CORS_ORIGINS: 'https://a.example,https://b.example',
     TRUST_PROXY: '10.0.0.0/8',
     RATE_LIMIT_PER_MINUTE: '600',
+    SHUTDOWN_DELAY_SECONDS: '2',
     REDIS_URL: 'rediss://:pw@redis.example:6390/4',
     REDIS_HOST: 'redis',
     REDIS_PORT: '6380',
+    REDIS_USERNAME: 'items-list',
     REDIS_PASSWORD: 'hunter2',
+    REDIS_CA_FILE: '/etc/redis-ca/ca.pem',
     REDIS_DB: '3',
+    REDIS_SENTINELS: 'sentinel-0:26379,sentinel-1:26379',
+    REDIS_SENTINEL_NAME: 'items',
     ITEMS_KEY: 'shopping',
     IDEMPOTENCY_TTL_SECONDS: '3600',
+    ITEMS_MIN_REPLICAS_ACK: '1',
   })
   t.same(config, {
     HOST: '127.0.0.1',
@@ -40,13 +51,19 @@ t.test('every variable of the README table is read', async (t) => {
     CORS_ORIGINS: ['https://a.example', 'https://b.example'],
     TRUST_PROXY: '10.0.0.0/8',
     RATE_LIMIT_PER_MINUTE: 600,
+    SHUTDOWN_DELAY_SECONDS: 2,
     REDIS_URL: 'rediss://:pw@redis.example:6390/4',
     REDIS_HOST: 'redis',
     REDIS_PORT: 6380,
+    REDIS_USERNAME: 'items-list',
     REDIS_PASSWORD: 'hunter2',
+    REDIS_CA_FILE: '/etc/redis-ca/ca.pem',
     REDIS_DB: 3,
+    REDIS_SENTINELS: 'sentinel-0:26379,sentinel-1:26379',
+    REDIS_SENTINEL_NAME: 'items',
     ITEMS_KEY: 'shopping',
     IDEMPOTENCY_TTL_SECONDS: 3600,
+    ITEMS_MIN_REPLICAS_ACK: 1,
   })
 })
 
@@ -61,6 +78,17 @@ t.test('a bad REDIS_PORT is named, and the password never printed', async (t) =>
   t.type(error, ConfigError)
   t.same((error as ConfigError).problems, ['REDIS_PORT must be <= 65535', 'REDIS_DB must be >= 0'])
   t.notMatch((error as Error).message, 'hunter2')
+})
+
+t.test('ITEMS_MIN_REPLICAS_ACK is a whole number of replicas, 0 or more; a bad REDIS_SENTINELS is named', async (t) => {
+  const error = t.throws(() => loadConfig(ItemsListConfig, { ITEMS_MIN_REPLICAS_ACK: '-1', REDIS_SENTINELS: 'sentinel-0' }))
+  t.same((error as ConfigError).problems.map((line) => line.split(' ')[0]), ['REDIS_SENTINELS', 'ITEMS_MIN_REPLICAS_ACK'])
+  t.throws(() => loadConfig(ItemsListConfig, { ITEMS_MIN_REPLICAS_ACK: '1.5' }), ConfigError)
+})
+
+t.test('REDIS_SENTINELS with REDIS_URL stops the start, naming both', async (t) => {
+  const config = loadConfig(ItemsListConfig, { REDIS_URL: 'redis://redis:6379', REDIS_SENTINELS: 'sentinel-0:26379' })
+  await t.rejects(buildApp(config, { logger: createLogger('silent', { write: () => {} }) }), new ConfigError(['REDIS_SENTINELS excludes REDIS_URL: set one of them']))
 })
 
 t.test('every variable it reads reaches it through `pnpm start` at the repository root', async (t) => {

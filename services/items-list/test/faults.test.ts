@@ -167,3 +167,20 @@ t.test('the service starts while Redis is down and serves once Redis comes up', 
   t.equal((await app.inject({ method: 'POST', url: '/items/', payload: { name: 'late' } })).statusCode, 201)
   t.same((await app.inject({ method: 'GET', url: '/items/' })).json(), { items: ['late'] })
 })
+
+t.test('a Redis full under noeviction refuses writes (OOM): appends answer 503, nothing is dropped, reads still answer', async (t) => {
+  const { app, inspector, storedItems } = await buildService(t)
+  t.equal((await app.inject({ method: 'POST', url: '/items', payload: { name: 'kept' } })).statusCode, 201)
+  // What the durable Redis does once full (DESIGN §11): refuse every write rather than evict a key.
+  await inspector.configSet({ maxmemory: '1', 'maxmemory-policy': 'noeviction' })
+  t.teardown(() => inspector.configSet({ maxmemory: '0' }))
+  for (const headers of [{}, { 'idempotency-key': 'full-1' }]) {
+    const res = await app.inject({ method: 'POST', url: '/items', headers, payload: { name: 'refused' } })
+    t.equal(res.statusCode, 503)
+    t.same(res.json(), STORE_UNAVAILABLE)
+  }
+  t.equal((await app.inject({ method: 'DELETE', url: '/items/kept' })).statusCode, 200, 'a delete frees memory: Redis lets it through')
+  t.same(await storedItems(), [])
+  t.equal((await app.inject({ method: 'GET', url: '/items' })).statusCode, 200)
+  t.equal((await app.inject({ method: 'GET', url: '/ready' })).statusCode, 200, 'a full Redis is not an unreachable one')
+})

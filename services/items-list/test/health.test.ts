@@ -15,6 +15,17 @@ t.test('/ready answers 200 while Redis answers PING', async (t) => {
   t.same(res.json(), { status: 'ready' })
 })
 
+t.test('/ready answers 503 {"detail":"Shutting down"} once the process drains, while the items are still served', async (t) => {
+  const { app: draining } = await buildService(t)
+  draining.startDraining()
+  const ready = await draining.inject({ method: 'GET', url: '/ready' })
+  t.equal(ready.statusCode, 503)
+  t.same(ready.json(), { detail: 'Shutting down' })
+  const items = await draining.inject({ method: 'GET', url: '/items/' })
+  t.equal(items.statusCode, 200)
+  t.equal(items.headers.connection, 'close')
+})
+
 t.test('/docs serves the Swagger UI', async (t) => {
   const res = await app.inject({ method: 'GET', url: '/docs/' })
   t.equal(res.statusCode, 200)

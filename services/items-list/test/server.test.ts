@@ -6,7 +6,8 @@ import { LISTENING, createPrivateRedis, eventually, isListening, runServiceSourc
 import { connectInspector, type Inspector } from './helpers/service.ts'
 
 const SERVICE_ROOT = fileURLToPath(new URL('..', import.meta.url))
-const runServer = (env: Record<string, string>) => runServiceSource(SERVICE_ROOT, env)
+// No drain delay: these tests are about what closing does (service-kit's test/drain-process.test.ts covers the drain).
+const runServer = (env: Record<string, string>) => runServiceSource(SERVICE_ROOT, { SHUTDOWN_DELAY_SECONDS: '0', ...env })
 
 t.test('an invalid variable stops the process with exit code 1 and one line per bad variable', async (t) => {
   const server = runServer({ PORT: 'eighty', REDIS_DB: '-1', REDIS_PASSWORD: 'hunter2' })

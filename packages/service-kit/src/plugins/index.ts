@@ -1,8 +1,9 @@
 import fp from 'fastify-plugin'
 import type { preHandlerHookHandler } from 'fastify'
 import { errorHandling, type ErrorHandlingOptions } from '@repo/http-errors'
-import { closeConnectionsOnShutdown } from './close-connections.ts'
+import { activeTracing } from '../tracing.ts'
 import { cors } from './cors.ts'
+import { drain } from './drain.ts'
 import { hostHeader } from './host-header.ts'
 import { jsonBody } from './json-body.ts'
 import { metrics } from './metrics.ts'
@@ -24,13 +25,17 @@ export interface ServiceKitOptions {
 
 /**
  * Everything both services set up the same way, before their routes, as named plugins in the
- * order a request meets them: its request id, the security headers, the Host check, CORS, the
- * rate limit (unmatched routes included), its answers' error shape, strict UTF-8 JSON bodies, the
- * OpenAPI document and Swagger UI, `/metrics`, and `Connection: close` once shutting down.
- * Options are given once, here.
+ * order a request meets them: its server span when tracing runs (`@fastify/otel`, first, so that
+ * every hook after it, the rate limit's Redis command included, runs inside the span), its
+ * request id, the security headers, the Host check, CORS, the rate limit (unmatched routes
+ * included), its answers' error shape, strict UTF-8 JSON bodies, the OpenAPI document and Swagger
+ * UI, `/metrics`, and the drain (`app.draining`: `/ready` 503 and `Connection: close` once
+ * shutting down). Options are given once, here.
  */
 export const serviceKit = fp<ServiceKitOptions>(
   async (app, options) => {
+    const tracing = activeTracing()
+    if (tracing) await app.register(tracing.fastifyPlugin)
     await app.register(requestId)
     await app.register(securityHeaders)
     await app.register(hostHeader)
@@ -42,7 +47,7 @@ export const serviceKit = fp<ServiceKitOptions>(
     await app.register(jsonBody)
     await app.register(openapi, options.openapi)
     await app.register(metrics)
-    await app.register(closeConnectionsOnShutdown)
+    await app.register(drain, { errorBody: options.errors.errorBody })
   },
   { name: 'service-kit', fastify: '5.x' },
 )

@@ -1,5 +1,6 @@
-import { Histogram, collectDefaultMetrics } from 'prom-client'
+import { collectDefaultMetrics } from 'prom-client'
 import fp from 'fastify-plugin'
+import { SeriesHistogram } from '../series-histogram.ts'
 
 /** From 5 ms to 10 s: items-list answers in about a millisecond, the aggregator waits on the network. */
 const DURATION_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
@@ -13,7 +14,7 @@ export const metrics = fp(
   async (app) => {
     const registry = app.metrics
     collectDefaultMetrics({ register: registry })
-    const duration = new Histogram({
+    const duration = new SeriesHistogram({
       name: 'http_request_duration_seconds',
       help: 'Time to answer an HTTP request, by route pattern',
       labelNames: ['method', 'route', 'status_code'],
@@ -23,8 +24,10 @@ export const metrics = fp(
 
     app.addHook('onResponse', (request, reply, done) => {
       // The route's pattern, never the URL: one series per route, whatever callers send.
+      const { method } = request
       const route = request.routeOptions.url ?? 'unmatched'
-      duration.observe({ method: request.method, route, status_code: reply.statusCode }, reply.elapsedTime / 1000)
+      const status = reply.statusCode
+      duration.observeIn(`${method} ${route} ${status}`, { method, route, status_code: status }, reply.elapsedTime / 1000)
       done()
     })
 

@@ -1,11 +1,12 @@
 import fp from 'fastify-plugin'
-import { createRedisConnection, type RedisConnection } from '@repo/service-kit'
+import { redisSentinels } from '@repo/config'
+import { createRedisConnection, type RedisConnection, type RedisTarget } from '@repo/service-kit'
 import type { ForgeAggregatorConfig } from '../config.ts'
 import type { UpstreamCredentials } from '../upstream-credentials.ts'
 import { createProductionLock, type ProductionLock } from '../shared-cache/production-lock.ts'
 import { createSharedStore, namespaceFor, type SharedStore } from '../shared-cache/shared-store.ts'
 
-/** What replicas share through `REDIS_URL` (DESIGN §7). */
+/** What replicas share through `REDIS_URL` or `REDIS_SENTINELS` (DESIGN §7). */
 export interface SharedCache {
   /** The one Redis connection (the rate limit counts on its client too). */
   connection: RedisConnection
@@ -17,13 +18,25 @@ export interface SharedCache {
 
 declare module 'fastify' {
   interface FastifyInstance {
-    /** Present only with `REDIS_URL`: without it, everything stays in this process. */
+    /** Present only with `REDIS_URL` or `REDIS_SENTINELS`: without them, everything stays in this process. */
     sharedCache: SharedCache | undefined
   }
 }
 
 export interface SharedStorePluginOptions {
-  config: Pick<ForgeAggregatorConfig, 'REDIS_URL' | 'FORGE_API_URL' | 'FORGE_FOLLOWERS_LIMIT' | 'FORGE_MAX_REPO_PAGES' | 'FORGE_TIMEOUT_MS'>
+  config: Pick<
+    ForgeAggregatorConfig,
+    | 'REDIS_URL'
+    | 'REDIS_SENTINELS'
+    | 'REDIS_SENTINEL_NAME'
+    | 'REDIS_USERNAME'
+    | 'REDIS_PASSWORD'
+    | 'REDIS_CA_FILE'
+    | 'FORGE_API_URL'
+    | 'FORGE_FOLLOWERS_LIMIT'
+    | 'FORGE_MAX_REPO_PAGES'
+    | 'FORGE_TIMEOUT_MS'
+  >
   /** Whom the upstream answers: part of the namespace. */
   credentials: UpstreamCredentials
 }
@@ -32,19 +45,21 @@ export interface SharedStorePluginOptions {
 const PROBE_INTERVAL_MS = 250
 
 /**
- * With `REDIS_URL`: one resilient Redis connection (`forge_shared_store_up`), the shared store on
- * it under this deployment's namespace, and the production lock; closed with the app. Without
- * it, `app.sharedCache` is undefined.
+ * With `REDIS_URL` or `REDIS_SENTINELS` (not both: a `ConfigError`): one resilient Redis
+ * connection (`forge_shared_store_up`), the shared store on it under this deployment's namespace,
+ * and the production lock; closed with the app. Without either, `app.sharedCache` is undefined.
  */
 export const sharedStore = fp<SharedStorePluginOptions>(
   async (app, { config, credentials }) => {
-    if (!config.REDIS_URL) {
+    const sentinels = redisSentinels(config)
+    const target: RedisTarget | undefined = sentinels ?? (config.REDIS_URL === undefined ? undefined : { url: config.REDIS_URL })
+    if (!target) {
       app.decorate('sharedCache', undefined)
       return
     }
     const namespace = namespaceFor(config, credentials)
     const connection = createRedisConnection({
-      target: { url: config.REDIS_URL },
+      target: { ...target, username: config.REDIS_USERNAME, password: config.REDIS_PASSWORD, caFile: config.REDIS_CA_FILE },
       logger: app.log,
       purpose: 'shared cache',
       probeIntervalMs: PROBE_INTERVAL_MS,
@@ -53,7 +68,8 @@ export const sharedStore = fp<SharedStorePluginOptions>(
     const lock = createProductionLock({ connection, namespace, waitMs: config.FORGE_TIMEOUT_MS, probeIntervalMs: PROBE_INTERVAL_MS, logger: app.log })
     app.decorate('sharedCache', { connection, store: createSharedStore(connection, namespace, app.metrics), lock })
     app.addHook('onClose', async () => {
-      lock.close()
+      // Before the connection closes: the releases go out on it.
+      await lock.close()
       await connection.close()
     })
   },

@@ -36,7 +36,7 @@ export interface UpstreamPluginOptions {
  */
 export const upstream = fp<UpstreamPluginOptions>(
   async (app, { config, credentials, heldBodyBytes, now, dispatcher }) => {
-    const metrics = createUpstreamMetrics(app.metrics)
+    const metrics = createUpstreamMetrics(app.metrics, config.FORGE_BUDGET_RESERVE)
     const store = app.sharedCache?.store
     const budget = new RateLimitBudget({ reserve: config.FORGE_BUDGET_RESERVE, now, store, onChange: metrics.observeBudget })
     const client = createForgeClient({

@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto'
 import { EventEmitter, once } from 'node:events'
+import { trace } from '@opentelemetry/api'
 import type { FastifyBaseLogger } from 'fastify'
-import type { RedisClient, RedisConnection } from '@repo/service-kit'
+import type { RedisConnection, RedisSubscriber } from '@repo/service-kit'
 
 /**
  * A claim on producing one answer across replicas (DESIGN §7): `mine` when this replica took the
@@ -15,8 +16,13 @@ export type ProductionClaim = { kind: 'mine'; release(): void } | { kind: 'their
 export interface ProductionLock {
   /** Claims the production of `key`. */
   claim(key: string): Promise<ProductionClaim>
-  /** Stops listening for announcements and lets every waiter go. */
-  close(): void
+  /**
+   * Releases and announces the locks of productions still under way here, so that replicas
+   * waiting on them go on at once rather than after the lock's expiry, and lets every waiter of
+   * this process go. Resolves once Redis has the releases (or has failed them): before the
+   * connection closes.
+   */
+  close(): Promise<void>
 }
 
 export interface ProductionLockOptions {
@@ -33,6 +39,9 @@ export interface ProductionLockOptions {
   logger: FastifyBaseLogger
 }
 
+/** Without a tracing SDK in the process, OpenTelemetry's API hands out spans that record nothing. */
+const tracer = trace.getTracer('forge-aggregator')
+
 // Deletes the lock only if it is still ours (it may have expired and been taken by another
 // replica), and announces the end of the production in the same step.
 const RELEASE = `if redis.call('get', KEYS[1]) == ARGV[1] then redis.call('del', KEYS[1]) end
@@ -48,7 +57,7 @@ export function createProductionLock(options: ProductionLockOptions): Production
   const channel = `${namespace}released`
   // One event per key whose production ended; one listener per waiting key of this process.
   const releases = new EventEmitter().setMaxListeners(0)
-  const subscriber: RedisClient = connection.duplicate()
+  const subscriber: RedisSubscriber = connection.duplicate()
   let subscribed = false
 
   /** Lets every waiter go and look for itself: Redis may not tell it anything anymore. */
@@ -67,6 +76,22 @@ export function createProductionLock(options: ProductionLockOptions): Production
     .catch(() => {})
 
   const isAvailable = () => connection.isAvailable && subscribed && subscriber.isReady
+  /** The token of each lock this process holds, by key: released once, by its production or by `close()`. */
+  const held = new Map<string, string>()
+  const releasing = new Set<Promise<void>>()
+
+  function release(key: string, token: string): void {
+    if (held.get(key) !== token) return
+    held.delete(key)
+    const released = connection
+      .run('EVAL', (client) => client.eval(RELEASE, { keys: [`${namespace}lock:${key}`, channel], arguments: [token, key] }))
+      .then(
+        () => {},
+        () => {},
+      )
+    releasing.add(released)
+    void released.then(() => releasing.delete(released))
+  }
 
   /** Resolves when `key`'s production is announced over, Redis stops answering, or after `waitMs`. */
   function waitForRelease(key: string): { released: Promise<void>; cancel(): void } {
@@ -100,19 +125,21 @@ export function createProductionLock(options: ProductionLockOptions): Production
         waiter.cancel()
         return { kind: 'unknown' }
       }
-      if (taken === null) return { kind: 'theirs', released: waiter.released }
-      waiter.cancel()
-      return {
-        kind: 'mine',
-        release() {
-          connection
-            .run('EVAL', (client) => client.eval(RELEASE, { keys: [`${namespace}lock:${key}`, channel], arguments: [token, key] }))
-            .catch(() => {})
-        },
+      if (taken === null) {
+        // In the request's trace, the time spent waiting on the other replica's production.
+        const span = tracer.startSpan('shared-cache lock wait')
+        return { kind: 'theirs', released: waiter.released.finally(() => span.end()) }
       }
+      waiter.cancel()
+      held.set(key, token)
+      return { kind: 'mine', release: () => release(key, token) }
     },
-    close() {
+    async close() {
+      const stillHeld = held.size
+      for (const [key, token] of held) release(key, token)
+      if (stillHeld > 0) logger.info({ locks: stillHeld }, 'production locks released at shutdown')
       wakeEveryone()
+      await Promise.all(releasing)
     },
   }
 }

@@ -67,7 +67,7 @@ export async function buildAggregator(t: Test, options: BuildOptions = {}): Prom
   const app = await buildApp(config, { logger, clock, ...(options.dispatcher ? { dispatcher: options.dispatcher } : {}) })
   t.teardown(() => app.close())
   const logs = () => logLines.map((line) => JSON.parse(line) as LogLine)
-  if (config.REDIS_URL) {
+  if (config.REDIS_URL || config.REDIS_SENTINELS) {
     // Ready to share: Redis answers, and the replica hears other replicas' announcements.
     const ready = await eventually(async () => logs().some((line) => line.msg === 'listening for production announcements'))
     if (!ready) throw new Error('the shared cache never became available')

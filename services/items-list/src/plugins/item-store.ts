@@ -1,4 +1,5 @@
 import fp from 'fastify-plugin'
+import { redisSentinels } from '@repo/config'
 import { createRedisConnection, type RateLimitRedis, type RedisTarget } from '@repo/service-kit'
 import type { ItemsListConfig } from '../config.ts'
 import { createItemStore, ITEM_STORE_SCRIPTS, type ItemStore } from '../item-store.ts'
@@ -19,7 +20,18 @@ declare module 'fastify' {
 export interface ItemStorePluginOptions {
   config: Pick<
     ItemsListConfig,
-    'REDIS_URL' | 'REDIS_HOST' | 'REDIS_PORT' | 'REDIS_PASSWORD' | 'REDIS_DB' | 'ITEMS_KEY' | 'IDEMPOTENCY_TTL_SECONDS'
+    | 'REDIS_URL'
+    | 'REDIS_HOST'
+    | 'REDIS_PORT'
+    | 'REDIS_USERNAME'
+    | 'REDIS_PASSWORD'
+    | 'REDIS_CA_FILE'
+    | 'REDIS_DB'
+    | 'REDIS_SENTINELS'
+    | 'REDIS_SENTINEL_NAME'
+    | 'ITEMS_KEY'
+    | 'IDEMPOTENCY_TTL_SECONDS'
+    | 'ITEMS_MIN_REPLICAS_ACK'
   >
 }
 
@@ -31,23 +43,39 @@ export interface ItemStorePluginOptions {
  */
 export const itemStore = fp<ItemStorePluginOptions>(
   async (app, { config }) => {
+    const target = redisTarget(config)
+    const onCommand = createStoreMetrics(app.metrics)
     const connection = createRedisConnection({
-      target: redisTarget(config),
+      target,
       scripts: ITEM_STORE_SCRIPTS,
       logger: app.log,
       purpose: 'item store',
-      onCommand: createStoreMetrics(app.metrics),
+      onCommand,
       up: { registry: app.metrics, ...STORE_UP_GAUGE },
     })
-    app.decorate('itemStore', createItemStore(connection, { key: config.ITEMS_KEY, idempotencyTtlSeconds: config.IDEMPOTENCY_TTL_SECONDS }))
-    app.decorate('itemStoreRedis', connection.client)
-    app.addHook('onClose', () => connection.close())
+    // Appends that wait for replicas get a connection of their own (see ItemStoreSettings.appends).
+    const appends =
+      config.ITEMS_MIN_REPLICAS_ACK > 0
+        ? createRedisConnection({ target, scripts: ITEM_STORE_SCRIPTS, logger: app.log, purpose: 'item store appends', onCommand })
+        : undefined
+    const settings = { key: config.ITEMS_KEY, idempotencyTtlSeconds: config.IDEMPOTENCY_TTL_SECONDS, minReplicasAck: config.ITEMS_MIN_REPLICAS_ACK }
+    app.decorate('itemStore', createItemStore(connection, appends ? { ...settings, appends } : settings))
+    app.decorate<RateLimitRedis>('itemStoreRedis', connection.client)
+    app.addHook('onClose', async () => {
+      await Promise.all([connection.close(), appends?.close()])
+    })
   },
   { name: 'item-store', fastify: '5.x', decorators: { fastify: ['metrics'] } },
 )
 
-/** `REDIS_URL` when set, else `REDIS_HOST`, `REDIS_PORT`, `REDIS_PASSWORD` and `REDIS_DB`. */
+/**
+ * `REDIS_SENTINELS` (with `REDIS_DB` for the primary) or `REDIS_URL`, never both (a
+ * `ConfigError`), else `REDIS_HOST`, `REDIS_PORT` and `REDIS_DB`; as `REDIS_USERNAME`, trusting `REDIS_CA_FILE`.
+ */
 function redisTarget(config: ItemStorePluginOptions['config']): RedisTarget {
-  if (config.REDIS_URL !== undefined) return { url: config.REDIS_URL }
-  return { host: config.REDIS_HOST, port: config.REDIS_PORT, password: config.REDIS_PASSWORD, database: config.REDIS_DB }
+  const auth = { username: config.REDIS_USERNAME, password: config.REDIS_PASSWORD, caFile: config.REDIS_CA_FILE }
+  const sentinels = redisSentinels(config)
+  if (sentinels) return { ...sentinels, database: config.REDIS_DB, ...auth }
+  if (config.REDIS_URL !== undefined) return { url: config.REDIS_URL, ...auth }
+  return { host: config.REDIS_HOST, port: config.REDIS_PORT, database: config.REDIS_DB, ...auth }
 }

@@ -13,7 +13,11 @@ export const healthRoutes: FastifyPluginAsyncTypebox = async (app) => {
 
   app.get(
     '/ready',
-    { schema: { summary: 'Redis answers PING', response: { 200: Status, 503: ErrorDetail } }, logLevel: 'warn' },
+    {
+      schema: { summary: 'Redis answers PING; 503 while it does not, or while the process drains before stopping', response: { 200: Status, 503: ErrorDetail } },
+      logLevel: 'warn',
+      preHandler: app.notReadyWhileDraining,
+    },
     async () => {
       await app.itemStore.ping()
       return { status: 'ready' }

@@ -36,7 +36,13 @@ export const itemRoutes: FastifyPluginAsyncTypebox = async (app) => {
 
   app.get(
     '/items/',
-    { schema: { summary: 'Every name, in insertion order', response: { 200: ItemList, ...STORE_DOWN } } },
+    {
+      schema: { summary: 'Every name, in insertion order', response: { 200: ItemList, ...STORE_DOWN } },
+      // The answer is an array of strings straight from Redis. fast-json-stringify escapes and
+      // joins them one by one in JavaScript; V8's JSON.stringify writes the same bytes natively, and
+      // on a 100-name list that was 34,000 instructions a request (callgrind), 7% of the service.
+      serializerCompiler: () => JSON.stringify,
+    },
     async () => ({ items: await store.list() }),
   )
 

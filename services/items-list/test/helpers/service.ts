@@ -89,18 +89,18 @@ export type Inspector = ReturnType<typeof createInspector>
  * A plain node-redis client, to look at what the service stored: on the Redis and database the
  * service's configuration names, with its credentials; or on a private Redis's port, database 0.
  */
-export function createInspector(target: number | Pick<ItemsListConfig, 'REDIS_URL' | 'REDIS_HOST' | 'REDIS_PORT' | 'REDIS_PASSWORD' | 'REDIS_DB'>) {
+export function createInspector(target: number | Pick<ItemsListConfig, 'REDIS_URL' | 'REDIS_HOST' | 'REDIS_PORT' | 'REDIS_USERNAME' | 'REDIS_PASSWORD' | 'REDIS_DB'>) {
   const socket = { reconnectStrategy: 50 }
+  const credentials = (config: Pick<ItemsListConfig, 'REDIS_USERNAME' | 'REDIS_PASSWORD'>) => ({
+    ...(config.REDIS_USERNAME === undefined ? {} : { username: config.REDIS_USERNAME }),
+    ...(config.REDIS_PASSWORD === undefined ? {} : { password: config.REDIS_PASSWORD }),
+  })
   const options =
     typeof target === 'number'
       ? { socket: { ...socket, host: '127.0.0.1', port: target } }
       : target.REDIS_URL !== undefined
-        ? { url: target.REDIS_URL, socket }
-        : {
-            socket: { ...socket, host: target.REDIS_HOST, port: target.REDIS_PORT },
-            ...(target.REDIS_PASSWORD === undefined ? {} : { password: target.REDIS_PASSWORD }),
-            database: target.REDIS_DB,
-          }
+        ? { url: target.REDIS_URL, socket, ...credentials(target) }
+        : { socket: { ...socket, host: target.REDIS_HOST, port: target.REDIS_PORT }, ...credentials(target), database: target.REDIS_DB }
   const inspector = createClient(options)
   inspector.on('error', () => {})
   return inspector

@@ -1,0 +1,88 @@
+import t from 'tap'
+import { fileURLToPath } from 'node:url'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { Agent, request } from 'undici'
+import { LISTENING, runServiceSource } from '@repo/test-support'
+
+const PACKAGE_ROOT = fileURLToPath(new URL('..', import.meta.url))
+const DELAY_SECONDS = 2
+const CLIENTS = 6
+
+interface Answer {
+  sentAt: number
+  receivedAt: number
+  status: number
+  connection: string | undefined
+  error?: string
+}
+
+/** A client that never retries: what it sends and what it gets, one request at a time on keep-alive connections. */
+async function keepAliveClient(url: string, agent: Agent, answers: Answer[], until: () => boolean): Promise<void> {
+  while (!until()) {
+    const sentAt = performance.now()
+    try {
+      const response = await request(url, { dispatcher: agent })
+      await response.body.dump()
+      const connection = response.headers.connection as string | undefined
+      answers.push({ sentAt, receivedAt: performance.now(), status: response.statusCode, connection })
+    } catch (error) {
+      answers.push({ sentAt, receivedAt: performance.now(), status: 0, connection: undefined, error: String(error) })
+    }
+    await sleep(5)
+  }
+}
+
+t.test(
+  'SIGTERM under keep-alive load: /ready 503 within 100 ms, answers with Connection: close for SHUTDOWN_DELAY_SECONDS, no request fails, exit 0',
+  async (t) => {
+    const service = runServiceSource(PACKAGE_ROOT, { HOST: '127.0.0.1', SHUTDOWN_DELAY_SECONDS: String(DELAY_SECONDS) }, 'test/fixtures/slow-service.ts')
+    t.teardown(() => service.child.kill('SIGKILL'))
+    const [, port] = await service.waitFor(LISTENING)
+    const base = `http://127.0.0.1:${port}`
+    const agent = new Agent({ keepAliveTimeout: 60_000, connections: CLIENTS })
+    t.teardown(() => agent.close())
+
+    const answers: Answer[] = []
+    let stopLoad = false
+    const load = Array.from({ length: CLIENTS }, () => keepAliveClient(`${base}/fast`, agent, answers, () => stopLoad))
+    while (answers.length < 5 * CLIENTS) await sleep(10)
+    t.ok(answers.every((answer) => answer.status === 200 && answer.connection === 'keep-alive'), 'before SIGTERM: keep-alive answers')
+
+    const signalledAt = performance.now()
+    service.child.kill('SIGTERM')
+    // Each probe on a new connection, as a balancer's health check is.
+    let notReadyAt = 0
+    let probe: { status: number; body: unknown } | undefined
+    while (!notReadyAt) {
+      const response = await request(`${base}/ready`, { reset: true })
+      probe = { status: response.statusCode, body: await response.body.json() }
+      if (probe.status === 503) notReadyAt = performance.now()
+    }
+    t.ok(notReadyAt - signalledAt < 100, `/ready answered 503 ${Math.round(notReadyAt - signalledAt)} ms after SIGTERM`)
+    t.same(probe?.body, { detail: 'Shutting down' })
+
+    // A slow request still in flight when the delay ends, and the port closes, gets its answer.
+    await sleep(DELAY_SECONDS * 1000 - (performance.now() - signalledAt) - 150)
+    const inFlight = request(`${base}/slow`, { dispatcher: agent }).then(async (response) => ({ status: response.statusCode, body: await response.body.json() }))
+    // The clients stop before the port closes: after it, nothing accepts them, as nothing should.
+    stopLoad = true
+    await Promise.all(load)
+    t.same(await inFlight, { status: 200, body: { greeting: 'hello' } }, 'the request in flight at the close got its answer')
+
+    const failures = answers.filter((answer) => answer.status !== 200)
+    t.same(failures, [], 'no request failed')
+    const during = answers.filter((answer) => answer.sentAt > notReadyAt)
+    t.ok(during.length >= CLIENTS * 5, `${during.length} requests answered during the delay`)
+    t.same(
+      during.filter((answer) => answer.connection !== 'close'),
+      [],
+      'every answer during the delay carries Connection: close',
+    )
+
+    t.equal(await service.exited, 0)
+    const exitedAfter = performance.now() - signalledAt
+    t.ok(exitedAfter >= DELAY_SECONDS * 1000, `it kept serving for the delay (exited after ${Math.round(exitedAfter)} ms)`)
+    t.ok(exitedAfter < (DELAY_SECONDS + 8) * 1000, 'within the delay plus the shutdown deadline')
+    t.match(service.output(), /"delaySeconds":2,"msg":"shutting down"[\s\S]*"msg":"drained: closing"[\s\S]*"msg":"dependencies closed"/)
+  },
+)

@@ -1,0 +1,116 @@
+import t, { type Test } from 'tap'
+import { createClient } from 'redis'
+import { startRedisWithServiceUsers, TEST_REDIS_ADMIN, TEST_REDIS_USERS } from '@repo/test-support'
+import { buildService } from './helpers/service.ts'
+
+// Redis as compose and the Kubernetes base run it: the users of deploy/redis/users.acl.template.
+const redis = await startRedisWithServiceUsers()
+t.teardown(() => redis.dispose())
+
+/** A plain client logged in as `user` (none: the default user, as an unauthenticated caller). */
+async function clientAs(t: Test, user?: { username: string; password: string }) {
+  const client = createClient({ socket: { host: '127.0.0.1', port: redis.port, reconnectStrategy: false }, ...user })
+  await client.connect()
+  t.teardown(() => client.destroy())
+  return client
+}
+
+const admin = await createClient({ socket: { host: '127.0.0.1', port: redis.port }, ...TEST_REDIS_ADMIN }).connect()
+t.teardown(() => admin.destroy())
+
+const { itemsList, forgeAggregator } = TEST_REDIS_USERS
+const asItemsList = { REDIS_USERNAME: itemsList.username, REDIS_PASSWORD: itemsList.password }
+
+/** What Redis refused to whom since the last reset (ACL LOG). */
+async function denials(): Promise<string[]> {
+  const entries = await admin.aclLog()
+  return entries.map((entry) => `${entry.username}: ${entry.reason} ${entry.object}`)
+}
+
+t.beforeEach(async () => {
+  await admin.aclLogReset()
+})
+
+t.test('items-list works under its own ACL user: append (once, with Idempotency-Key), list, delete, rate limit; Redis denies it nothing', async (t) => {
+  const { app, storedItems } = await buildService(t, { redis, env: { ...asItemsList, RATE_LIMIT_PER_MINUTE: '100' } })
+  const post = () => app.inject({ method: 'POST', url: '/items', headers: { 'idempotency-key': 'acl-1' }, payload: { name: 'apple' } })
+  t.equal((await post()).statusCode, 201)
+  const replayed = await post()
+  t.equal(replayed.statusCode, 201)
+  t.equal(replayed.headers['idempotent-replayed'], 'true')
+  t.equal((await app.inject({ method: 'POST', url: '/items', payload: { name: 'pear' } })).statusCode, 201)
+  t.same((await app.inject({ method: 'GET', url: '/items' })).json(), { items: ['apple', 'pear'] })
+  t.equal((await app.inject({ method: 'DELETE', url: '/items/apple' })).statusCode, 200)
+  t.same(await storedItems(), ['pear'])
+  t.equal((await app.inject({ method: 'GET', url: '/ready' })).statusCode, 200)
+  t.ok((await admin.keys('rate-limit:items-list:*')).length > 0, 'requests counted in Redis')
+  t.same(await denials(), [], 'no command, key or channel refused')
+})
+
+t.test('items-list’s user is refused (NOPERM) on the aggregator’s keys and channels, and on any other key', async (t) => {
+  const client = await clientAs(t, itemsList)
+  await t.rejects(client.get('forge:1:namespace:answer:users/mona'), /NOPERM/)
+  await t.rejects(client.set('forge:1:namespace:lock:users/mona', 'x'), /NOPERM/)
+  await t.rejects(client.eval("return redis.call('INCR', KEYS[1])", { keys: ['rate-limit:forge-aggregator:127.0.0.1'] }), /NOPERM/)
+  await t.rejects(client.publish('forge:1:namespace:released', 'users/mona'), /NOPERM/)
+  await t.rejects(client.get('another-list'), /NOPERM/)
+})
+
+t.test('items-list’s user may not run @dangerous commands: FLUSHALL, FLUSHDB, CONFIG, KEYS, SHUTDOWN, ACL, MONITOR', async (t) => {
+  await admin.set('still-here', 'yes')
+  const client = await clientAs(t, itemsList)
+  for (const command of [['FLUSHALL'], ['FLUSHDB'], ['CONFIG', 'SET', 'maxmemory-policy', 'allkeys-lru'], ['KEYS', '*'], ['SHUTDOWN', 'NOSAVE'], ['ACL', 'LIST'], ['MONITOR']]) {
+    await t.rejects(client.sendCommand(command), /NOPERM/, command.join(' '))
+  }
+  t.equal(await admin.get('still-here'), 'yes', 'nothing was flushed')
+  t.same(await admin.configGet('maxmemory-policy'), { 'maxmemory-policy': 'noeviction' }, 'nothing was configured')
+})
+
+t.test('the aggregator’s user is refused (NOPERM) on the items list, its idempotency records and items-list’s rate-limit counts', async (t) => {
+  await admin.del('items')
+  await admin.rPush('items', 'kept')
+  const client = await clientAs(t, forgeAggregator)
+  await t.rejects(client.get('items'), /NOPERM/)
+  await t.rejects(client.del('items'), /NOPERM/)
+  await t.rejects(client.set('items:idempotency:acl-1', 'forged'), /NOPERM/)
+  await t.rejects(client.eval("return redis.call('DEL', KEYS[1])", { keys: ['items'] }), /NOPERM/)
+  await t.rejects(client.eval("return redis.call('INCR', KEYS[1])", { keys: ['rate-limit:items-list:127.0.0.1'] }), /NOPERM/)
+  await t.rejects(client.sendCommand(['FLUSHALL']), /NOPERM/)
+  t.same(await admin.lRange('items', 0, -1), ['kept'])
+})
+
+t.test('without a password (the default user) only PING is answered: the health checks need no password, and nothing else is open', async (t) => {
+  const client = await clientAs(t)
+  t.equal(await client.ping(), 'PONG')
+  await t.rejects(client.get('items'), /NOPERM/)
+  await t.rejects(client.sendCommand(['FLUSHALL']), /NOPERM/)
+  await t.rejects(createClient({ socket: { host: '127.0.0.1', port: redis.port, reconnectStrategy: false }, username: itemsList.username, password: 'wrong' }).connect(), /WRONGPASS/)
+})
+
+/** What the ACL file lets `username` do, as Redis read it: its commands, key patterns and channels. */
+async function permissionsOf(username: string) {
+  const user = await admin.aclGetUser(username)
+  if (!user) throw new Error(`no ACL user ${username}`)
+  // Redis lists the rules in an order of its own.
+  const commands = String(user.commands).split(' ').toSorted()
+  const dangerous = new Set(await admin.aclCat('dangerous'))
+  return { user, commands, keys: String(user.keys), channels: String(user.channels), dangerousAllowed: commands.filter((rule) => rule.startsWith('+') && dangerous.has(rule.slice(1))) }
+}
+
+t.test('the ACL file gives items-list exactly its list, its idempotency records and its rate-limit counts, no channel, and the commands it sends', async (t) => {
+  const { user, commands, keys, channels, dangerousAllowed } = await permissionsOf(itemsList.username)
+  t.match(user.flags, ['on'])
+  t.equal(user.passwords.length, 1, 'one password, stored hashed')
+  t.equal(keys, '~items ~items:idempotency:* ~rate-limit:items-list:*')
+  t.equal(channels, '', 'no pub/sub channel')
+  t.same(commands, ['-@all', '+ping', '+select', '+rpush', '+lrange', '+lrem', '+get', '+set', '+evalsha', '+eval', '+incr', '+pexpire', '+pttl'].toSorted())
+  t.same(dangerousAllowed, [], 'no @dangerous command')
+})
+
+t.test('the ACL file lets the default user (no password) run PING and nothing else, on no key and no channel', async (t) => {
+  const { user, commands, keys, channels } = await permissionsOf('default')
+  t.match(user.flags, ['on', 'nopass'])
+  t.same(commands, ['-@all', '+ping'].toSorted())
+  t.equal(keys, '')
+  t.equal(channels, '')
+})

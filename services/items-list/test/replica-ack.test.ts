@@ -1,0 +1,105 @@
+import t, { type Test } from 'tap'
+import { eventually, startPrivateRedis, type PrivateRedis } from '@repo/test-support'
+import { buildService, connectInspector, type Inspector } from './helpers/service.ts'
+
+const UNAVAILABLE = { detail: 'Item store unavailable' }
+/** The connection's default deadline: a 503 for want of replicas must come before it. */
+const DEADLINE_MS = 500
+
+type App = Awaited<ReturnType<typeof buildService>>['app']
+
+function post(app: App, name: string, key?: string) {
+  return app.inject({ method: 'POST', url: '/items/', payload: { name }, headers: key === undefined ? {} : { 'idempotency-key': key } })
+}
+
+/** A replica of `primary`, started, and an inspector on it, once it holds everything the primary has. */
+async function startReplica(t: Test, primary: PrivateRedis): Promise<{ replica: PrivateRedis; onReplica: Inspector }> {
+  const replica = await startPrivateRedis({ args: ['--replicaof', '127.0.0.1', String(primary.port)] })
+  const onReplica = await connectInspector(replica.port)
+  t.teardown(async () => {
+    onReplica.destroy()
+    await replica.dispose()
+  })
+  const linked = await eventually(async () => (await onReplica.info('replication')).includes('master_link_status:up'), 200)
+  if (!linked) throw new Error('the replica never synchronised with its primary')
+  return { replica, onReplica }
+}
+
+t.test('ITEMS_MIN_REPLICAS_ACK=1 on a primary without replicas: 503 within the deadline, and the retry once a replica holds it stores nothing twice', async (t) => {
+  const primary = await startPrivateRedis()
+  t.teardown(() => primary.dispose())
+  const { app, storedItems } = await buildService(t, { redis: primary, env: { ITEMS_MIN_REPLICAS_ACK: '1' } })
+
+  const started = performance.now()
+  const first = await post(app, 'pear', 'key-1')
+  t.equal(first.statusCode, 503)
+  t.same(first.json(), UNAVAILABLE)
+  t.ok(performance.now() - started < DEADLINE_MS, 'answered before the command deadline')
+
+  const replayed = await post(app, 'pear', 'key-1')
+  t.equal(replayed.statusCode, 503, 'a replay waits for replicas too')
+  t.equal((await post(app, 'plum')).statusCode, 503, 'an append without a key waits too')
+
+  // While an append waits for replicas (up to half the deadline), reads and probes are answered
+  // at once, not after it.
+  const waiting = post(app, 'quince', 'key-5')
+  const readStarted = performance.now()
+  t.equal((await app.inject({ method: 'GET', url: '/items/' })).statusCode, 200)
+  t.equal((await app.inject({ method: 'GET', url: '/ready' })).statusCode, 200, 'a primary without replicas is still ready')
+  t.ok(performance.now() - readStarted < DEADLINE_MS / 2 - 50, 'reads do not wait behind the appends')
+  t.equal((await waiting).statusCode, 503)
+
+  const { onReplica } = await startReplica(t, primary)
+  const retried = await post(app, 'pear', 'key-1')
+  t.equal(retried.statusCode, 201)
+  t.equal(retried.headers['idempotent-replayed'], 'true')
+  t.same(await storedItems(), ['pear', 'plum', 'quince'], 'the 503s were stored once each, the retry added nothing')
+  t.same(await onReplica.lRange('items', 0, -1), ['pear', 'plum', 'quince'])
+})
+
+t.test('ITEMS_MIN_REPLICAS_ACK=1 with one replica: 201, and the replica holds the name when the 201 is sent', async (t) => {
+  const primary = await startPrivateRedis()
+  t.teardown(() => primary.dispose())
+  const { onReplica } = await startReplica(t, primary)
+  const { app } = await buildService(t, { redis: primary, env: { ITEMS_MIN_REPLICAS_ACK: '1' } })
+
+  const keyed = await post(app, 'fig', 'key-2')
+  t.equal(keyed.statusCode, 201)
+  t.same(await onReplica.lRange('items', 0, -1), ['fig'])
+  t.equal((await post(app, 'kiwi')).statusCode, 201)
+  t.same(await onReplica.lRange('items', 0, -1), ['fig', 'kiwi'])
+})
+
+t.test('a replayed append waits until the replicas hold its record, even when another instance made the append', async (t) => {
+  const primary = await startPrivateRedis()
+  t.teardown(() => primary.dispose())
+  const { replica, onReplica } = await startReplica(t, primary)
+  const env = { ITEMS_MIN_REPLICAS_ACK: '1' }
+  const { app: first } = await buildService(t, { redis: primary, env })
+  const { app: second, storedItems } = await buildService(t, { redis: primary, env })
+
+  // The replica confirms everything written so far, then stops confirming anything.
+  const onPrimary = await connectInspector(primary.port)
+  t.teardown(() => onPrimary.destroy())
+  await onPrimary.set('before-the-pause', '1')
+  t.equal(await onPrimary.wait(1, 5_000), 1)
+  replica.pause()
+  t.teardown(() => replica.resume())
+  t.equal((await post(first, 'lime', 'key-3')).statusCode, 503, 'the replica cannot confirm it')
+  // The second instance has written nothing on its connection: a WAIT there would be satisfied
+  // at once by the paused replica, whose last confirmation predates the append.
+  t.equal((await post(second, 'lime', 'key-3')).statusCode, 503, 'the replay elsewhere waits for the record')
+
+  replica.resume()
+  const retried = await post(second, 'lime', 'key-3')
+  t.equal(retried.statusCode, 201)
+  t.equal(retried.headers['idempotent-replayed'], 'true')
+  t.same(await storedItems(), ['lime'])
+  t.same(await onReplica.lRange('items', 0, -1), ['lime'])
+})
+
+t.test('ITEMS_MIN_REPLICAS_ACK=0 (the default) never waits: 201 from a lone primary', async (t) => {
+  const { app } = await buildService(t)
+  t.equal((await post(app, 'date', 'key-4')).statusCode, 201)
+  t.equal((await post(app, 'date', 'key-4')).statusCode, 201)
+})
