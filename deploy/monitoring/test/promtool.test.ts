@@ -27,6 +27,12 @@ t.test('a promtool that answers --version is found; one that fails it twice is a
   await t.rejects(whyNoPromtool(await fakePromtool(t, 'echo "cannot start" >&2; exit 1'), {}), /promtool is installed but does not answer --version \(exit code 1: cannot start\)/)
 })
 
+t.test('a promtool that is there but cannot be started is an error that says why, not a skip', async (t) => {
+  const notExecutable = await fakePromtool(t, 'exit 0')
+  await chmod(notExecutable, 0o644)
+  await t.rejects(whyNoPromtool(notExecutable, {}), /promtool is installed but does not answer --version \(Error: spawn .* EACCES\)/)
+})
+
 t.test('a promtool that fails --version once and answers the second time is found', async (t) => {
   const dir = await mkdtemp(join(tmpdir(), 'promtool-tries-'))
   t.teardown(() => rm(dir, { recursive: true, force: true }))
