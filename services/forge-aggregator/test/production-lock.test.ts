@@ -133,6 +133,17 @@ t.test('a release is announced once: called again, or followed by close(), it an
   t.same(announced, ['repo/octocat/hello', 'marker'])
 })
 
+t.test('close() resolves only once Redis has its releases: the connection may close right after', async (t) => {
+  const { lock } = await replica(t)
+  t.equal((await lock.claim('repo/octocat/hello')).kind, 'mine')
+  // Writes, the release's script among them, wait out the pause; reads do not.
+  await admin.sendCommand(['CLIENT', 'PAUSE', '300', 'WRITE'])
+  const started = Date.now()
+  await lock.close()
+  t.ok(Date.now() - started >= 250, `resolved after ${Date.now() - started} ms, once the pause let the release through`)
+  t.same(await admin.keys(`${NAMESPACE}lock:*`), [], 'the lock is gone when close() resolves')
+})
+
 t.test('close() releases the locks still held, says how many, and lets every waiter of its own replica go', async (t) => {
   const producer = await replica(t)
   const waiter = await replica(t)

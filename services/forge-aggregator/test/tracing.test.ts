@@ -157,6 +157,7 @@ t.test("a replica waiting on another's production shows the wait as a span of it
 
   const waits = exporter.getFinishedSpans().filter((span) => span.name === 'shared-cache lock wait')
   t.equal(waits.length, 1, 'one wait, on the second replica')
+  t.equal(waits[0]!.instrumentationScope.name, 'forge-aggregator', 'under the service’s own tracer, as its other spans are named by their instrumentation')
   const [server] = serverSpans().filter((span) => traceIdOf(span) === CALLER_TRACE_ID)
   t.ok(descendantsOf(server!).includes(waits[0]!), "the wait is in the waiting request's trace")
 })
