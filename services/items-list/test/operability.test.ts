@@ -57,6 +57,15 @@ t.test('/metrics shows the store: commands by outcome, their duration, and wheth
     t.equal(sample(page, `items_store_command_duration_seconds_count{command="${command}"}`), 1, command)
   }
   t.equal(sample(page, 'items_store_commands_total{command="lrange",outcome="error"}'), 0, 'every series is there from the start')
+  t.equal(sample(page, 'items_store_command_duration_seconds_bucket{le="0.0001",command="lrange"}'), 0, 'buckets from 100 µs, below any Redis round trip')
+  t.equal(sample(page, 'items_store_command_duration_seconds_bucket{le="0.5",command="lrange"}'), 1, 'up to the deadline')
+
+  // Counted between scrapes: each scrape adds only what happened since the one before.
+  await app.inject({ method: 'GET', url: '/items/' })
+  await app.inject({ method: 'GET', url: '/items/' })
+  t.equal(sample(await scrape(), 'items_store_commands_total{command="lrange",outcome="ok"}'), 3)
+  await app.inject({ method: 'GET', url: '/items/' })
+  t.equal(sample(await scrape(), 'items_store_commands_total{command="lrange",outcome="ok"}'), 4)
 
   redis.pause()
   await app.inject({ method: 'GET', url: '/items/' })

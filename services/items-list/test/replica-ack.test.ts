@@ -20,7 +20,13 @@ async function startReplica(t: Test, primary: PrivateRedis): Promise<{ replica: 
     onReplica.destroy()
     await replica.dispose()
   })
-  const linked = await eventually(async () => (await onReplica.info('replication')).includes('master_link_status:up'), 200)
+  const onPrimary = await connectInspector(primary.port)
+  // Up on both sides: the primary counts it for WAIT once it sees it online.
+  const linked = await eventually(
+    async () => (await onReplica.info('replication')).includes('master_link_status:up') && /^slave0:.*state=online/m.test(await onPrimary.info('replication')),
+    200,
+  )
+  onPrimary.destroy()
   if (!linked) throw new Error('the replica never synchronised with its primary')
   return { replica, onReplica }
 }
@@ -98,8 +104,24 @@ t.test('a replayed append waits until the replicas hold its record, even when an
   t.same(await onReplica.lRange('items', 0, -1), ['lime'])
 })
 
-t.test('ITEMS_MIN_REPLICAS_ACK=0 (the default) never waits: 201 from a lone primary', async (t) => {
-  const { app } = await buildService(t)
+t.test('ITEMS_MIN_REPLICAS_ACK=0 (the default) never waits: 201 from a lone primary, on the one connection', async (t) => {
+  const { app, inspector, logs } = await buildService(t)
   t.equal((await post(app, 'date', 'key-4')).statusCode, 201)
   t.equal((await post(app, 'date', 'key-4')).statusCode, 201)
+  t.equal(await connectionsBut(inspector), 1, 'no connection of its own for appends')
+  t.notOk(logs.lines.some((line) => line.purpose === 'item store appends'))
 })
+
+t.test('with ITEMS_MIN_REPLICAS_ACK, appends go on a second connection, named in its log lines', async (t) => {
+  const { app, inspector, logs } = await buildService(t, { env: { ITEMS_MIN_REPLICAS_ACK: '1' } })
+  t.equal((await post(app, 'date')).statusCode, 503, 'no replica here to confirm it')
+  t.equal(await connectionsBut(inspector), 2)
+  t.ok(logs.lines.some((line) => line.msg === 'connecting to Redis' && line.purpose === 'item store appends'))
+})
+
+/** Clients connected to the inspector's Redis, the inspector itself left out. */
+async function connectionsBut(inspector: Inspector): Promise<number> {
+  const clients = String(await inspector.sendCommand(['CLIENT', 'LIST'])).trim().split('\n')
+  const own = Number(await inspector.sendCommand(['CLIENT', 'ID']))
+  return clients.filter((line) => !line.startsWith(`id=${own} `) && !line.includes(' flags=S ')).length
+}
