@@ -121,7 +121,6 @@ t.test('with ITEMS_MIN_REPLICAS_ACK, appends go on a second connection, named in
 
 /** Clients connected to the inspector's Redis, the inspector itself left out. */
 async function connectionsBut(inspector: Inspector): Promise<number> {
-  const clients = String(await inspector.sendCommand(['CLIENT', 'LIST'])).trim().split('\n')
-  const own = Number(await inspector.sendCommand(['CLIENT', 'ID']))
-  return clients.filter((line) => !line.startsWith(`id=${own} `) && !line.includes(' flags=S ')).length
+  const own = await inspector.clientId()
+  return (await inspector.clientList()).filter((client) => client.id !== own && !client.flags.includes('S')).length
 }
