@@ -1,9 +1,9 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import closeWithGrace from 'close-with-grace'
-import { pino } from 'pino'
 import type { Static, TObject } from '@sinclair/typebox'
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify'
 import { ConfigError, loadConfig } from '@repo/config'
+import { stdoutInBatches } from './log-destination.ts'
 import { createLogger } from './logger.ts'
 import { startTracing } from './tracing.ts'
 
@@ -13,8 +13,8 @@ import { startTracing } from './tracing.ts'
  */
 const SHUTDOWN_DEADLINE_MS = 8_000
 
-/** Log lines wait in memory until this many bytes are ready, or for `LOG_FLUSH_INTERVAL_MS`. */
-const LOG_BUFFER_BYTES = 4096
+/** Log lines wait in memory until this many characters are ready, or for `LOG_FLUSH_INTERVAL_MS`. */
+const LOG_BATCH_LENGTH = 4096
 const LOG_FLUSH_INTERVAL_MS = 1_000
 
 /** What every service's configuration holds (see `serverSettings`). */
@@ -53,16 +53,16 @@ export interface ServiceDefinition<Schema extends TObject> {
  * When the `OTEL_*` variables ask for traces, tracing starts before the app is built and its last
  * spans are exported after the app has closed.
  *
- * Log lines are buffered and written in 4 KB batches, or every second when fewer arrive: a
- * write per access line cost items-list a quarter of its throughput. The batches are written
- * synchronously: measured under load, pino's asynchronous mode spent more on its thread-pool
+ * Log lines are kept in memory and written in batches of about 4 KB, or every second when fewer
+ * arrive: a write per access line cost items-list a quarter of its throughput. The batches are
+ * written synchronously: measured under load, pino's asynchronous mode spent more on its thread-pool
  * round trip per batch than the write itself costs. Whatever is still buffered is written when
  * the process exits, after a shutdown or a crash alike.
  */
 export async function runService<Schema extends TObject>(service: ServiceDefinition<Schema>): Promise<void> {
   const config = readConfig(service)
   const tracing = await startTracing({ serviceName: service.name, env: service.env })
-  const destination = pino.destination({ dest: 1, sync: true, minLength: LOG_BUFFER_BYTES })
+  const destination = stdoutInBatches(LOG_BATCH_LENGTH)
   setInterval(() => destination.flush(), LOG_FLUSH_INTERVAL_MS).unref()
   // 'exit' comes last, after close-with-grace has logged the shutdown or the crash.
   process.on('exit', () => destination.flushSync())
