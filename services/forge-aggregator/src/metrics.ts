@@ -1,4 +1,5 @@
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client'
+import { SeriesCounter, type CounterSeries } from '@repo/service-kit'
 import type { BudgetState, RateLimitResource } from './rate-limit-budget.ts'
 import type { CacheResult, Endpoint } from './response-cache.ts'
 
@@ -73,22 +74,18 @@ const RESULTS: readonly CacheResult[] = ['hit', 'miss', 'collapsed', 'revalidate
 
 /**
  * Registers `forge_cache_results_total` on `registry` and returns the function that counts one
- * answer. Every series exists from the start (at 0), and each is bound once: a cache hit costs
- * one increment, not a label lookup.
+ * answer. Every series exists from the start (at 0), and each is bound once (`SeriesCounter`): a
+ * cache hit costs one addition, not a label lookup.
  */
 export function createCacheResultCounter(registry: Registry): (endpoint: Endpoint, result: CacheResult) => void {
-  const results = new Counter({
+  const results = new SeriesCounter({
     name: 'forge_cache_results_total',
     help: 'Answers by endpoint and how the cache obtained them',
     labelNames: ['endpoint', 'result'] as const,
     registers: [registry],
   })
-  const seriesOf = (endpoint: Endpoint, result: CacheResult) => {
-    results.inc({ endpoint, result }, 0)
-    return results.labels({ endpoint, result })
-  }
   const series = Object.fromEntries(
-    ENDPOINTS.map((endpoint) => [endpoint, Object.fromEntries(RESULTS.map((result) => [result, seriesOf(endpoint, result)]))]),
-  ) as Record<Endpoint, Record<CacheResult, { inc(): void }>>
+    ENDPOINTS.map((endpoint) => [endpoint, Object.fromEntries(RESULTS.map((result) => [result, results.series({ endpoint, result })]))]),
+  ) as Record<Endpoint, Record<CacheResult, CounterSeries>>
   return (endpoint, result) => series[endpoint][result].inc()
 }
