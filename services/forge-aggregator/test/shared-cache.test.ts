@@ -1,10 +1,13 @@
 import t from 'tap'
+import { createSecretKey, randomBytes } from 'node:crypto'
 import type { ServerResponse } from 'node:http'
 import { setTimeout as sleep } from 'node:timers/promises'
 import nock from 'nock'
 import { Agent } from 'undici'
 import { createClient } from 'redis'
 import { startPrivateRedis } from '@repo/test-support'
+import { namespaceFor } from '../src/shared-cache/shared-store.ts'
+import type { UpstreamCredentials } from '../src/upstream-credentials.ts'
 import { buildAggregator, testClock, type BuildOptions, type TestAggregator, type TestClock, type TestEnv } from './helpers/build.ts'
 import { startLocalUpstream } from './helpers/local-upstream.ts'
 import { answerRepository } from './helpers/repository-upstream.ts'
@@ -424,6 +427,22 @@ t.test('the cache partition changes with FORGE_API_URL, FORGE_FOLLOWERS_LIMIT, F
   }
 })
 
+t.test("a GitHub App's partition is its installation: another installation or App is another partition, a token never shares one", async (t) => {
+  const settings = { FORGE_API_URL: API, FORGE_FOLLOWERS_LIMIT: 30, FORGE_MAX_REPO_PAGES: 10 }
+  const app = (appId: string, installationId: string): UpstreamCredentials => ({ kind: 'app', appId, installationId, privateKey: createSecretKey(randomBytes(32)) })
+  const partitionOf = (credentials: UpstreamCredentials) => namespaceFor(settings, credentials)
+  t.equal(partitionOf(app('1', '2')), partitionOf(app('1', '2')), 'one installation, whatever its key and tokens: one partition')
+  const partitions = [
+    partitionOf(app('1', '2')),
+    partitionOf(app('1', '3')),
+    partitionOf(app('4', '2')),
+    partitionOf({ kind: 'token', token: '1:2' }),
+    partitionOf({ kind: 'token', token: 'ghp_another' }),
+    partitionOf({ kind: 'anonymous' }),
+  ]
+  t.equal(new Set(partitions).size, partitions.length, 'six partitions')
+})
+
 t.test('a newer answer another replica produced replaces an older one held here', async (t) => {
   const [one, two] = await replicas(t, 2)
   nock(API).get('/repos/octocat/hello').reply(200, { ...fixtures.repository, stargazers_count: 1 }, RESOURCE_HEADERS)
@@ -454,6 +473,18 @@ t.test('a Redis entry that is not JSON or fails its schema is a miss, and counte
   }
   t.equal(await one!.metric('forge_shared_entries_rejected_total', { kind: 'answer' }), 2)
   t.equal(await one!.metric('forge_shared_entries_rejected_total', { kind: 'held' }), 0)
+})
+
+t.test('an entry read back whole, or a key Redis does not hold, is not counted as rejected; every kind is shown from the start', async (t) => {
+  const [one, two] = await replicas(t, 2)
+  nock(API).get('/repos/octocat/hello').reply(200, fixtures.repository, RESOURCE_HEADERS)
+  await one!.app.inject({ method: 'GET', url: HELLO })
+  await reachedRedis('repo/octocat/hello')
+  const res = await two!.app.inject({ method: 'GET', url: HELLO })
+  t.equal(res.headers['cache-status'], 'forge-aggregator; hit; ttl=60', "the first replica's answer, read from Redis")
+  for (const [name, replica] of [['the replica that missed', one!], ['the replica that read it', two!]] as const) {
+    for (const kind of ['answer', 'held', 'budget']) t.equal(await replica.metric('forge_shared_entries_rejected_total', { kind }), 0, `${name}: ${kind}`)
+  }
 })
 
 t.test('the key namespace carries the stored format’s version', async (t) => {

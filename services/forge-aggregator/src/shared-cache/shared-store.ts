@@ -49,28 +49,28 @@ export function createSharedStore(connection: RedisConnection, namespace: string
   const kinds: readonly StoredKind[] = ['answer', 'held', 'budget']
   for (const kind of kinds) rejected.inc({ kind }, 0)
 
-  /** `command`'s value, or `fallback` when Redis cannot give it (the connection logs and sets Redis aside). */
-  async function attempt<T, F>(name: string, command: Parameters<RedisConnection['run']>[1], fallback: F): Promise<T | F> {
+  /** `command`'s value, or undefined when Redis cannot give it (the connection logs and sets Redis aside). */
+  async function attempt<T>(name: string, command: Parameters<RedisConnection['run']>[1]): Promise<T | undefined> {
     try {
       return (await connection.run(name, command)) as T
     } catch {
-      return fallback
+      return undefined
     }
   }
 
   return {
     async get(entry, key) {
-      const text = await attempt<string | null, undefined>('GET', (client) => client.get(namespace + key), undefined)
+      const text = await attempt<string | null>('GET', (client) => client.get(namespace + key))
       if (text === undefined || text === null) return undefined
       const value = entry.parse(text)
       if (value === undefined) rejected.inc({ kind: entry.kind })
       return value
     },
     async set(key, value, ttlMs) {
-      await attempt('SET', (client) => client.set(namespace + key, value, { expiration: { type: 'PX', value: Math.max(1, Math.ceil(ttlMs)) } }), undefined)
+      await attempt('SET', (client) => client.set(namespace + key, value, { expiration: { type: 'PX', value: Math.max(1, Math.ceil(ttlMs)) } }))
     },
     delete(key) {
-      void attempt('DEL', (client) => client.del(namespace + key), undefined)
+      void attempt('DEL', (client) => client.del(namespace + key))
     },
   }
 }
