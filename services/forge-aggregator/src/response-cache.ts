@@ -52,7 +52,7 @@ export interface ResponseCacheOptions {
   /** How replicas share one production; absent, each process produces alone. */
   lock?: ProductionLock | undefined
   /** Told how every request was answered, for `forge_cache_results_total`. */
-  onResult?: (endpoint: Endpoint, result: CacheResult) => void
+  onResult: (endpoint: Endpoint, result: CacheResult) => void
 }
 
 /** A request's part in `get`: which endpoint asks, and the logger that carries its request id. */
@@ -122,7 +122,7 @@ export class ResponseCache {
   }
 
   #counted(request: CacheRequest, answer: CacheAnswer): CacheAnswer {
-    this.#options.onResult?.(request.endpoint, answer.result)
+    this.#options.onResult(request.endpoint, answer.result)
     return answer
   }
 

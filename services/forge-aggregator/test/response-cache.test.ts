@@ -1,12 +1,15 @@
 import t from 'tap'
+import { setImmediate as nextTurn } from 'node:timers/promises'
 import { pino } from 'pino'
 import { ResponseCache, type Production } from '../src/response-cache.ts'
+import type { ProductionLock } from '../src/shared-cache/production-lock.ts'
+import type { SharedStore } from '../src/shared-cache/shared-store.ts'
 import { BudgetSpent, UpstreamFailure, UpstreamNotFound, UpstreamRateLimited } from '../src/upstream-errors.ts'
 
 const log = pino({ level: 'silent' })
 const REQUEST = { endpoint: 'users', log } as const
 
-function cacheOn(options: { ttlSeconds: number; maxBytes?: number; staleSeconds?: number }) {
+function cacheOn(options: { ttlSeconds: number; maxBytes?: number; staleSeconds?: number; store?: SharedStore; lock?: ProductionLock }) {
   let clock = 1_700_000_000_000
   const now = () => clock
   const results: string[] = []
@@ -15,10 +18,34 @@ function cacheOn(options: { ttlSeconds: number; maxBytes?: number; staleSeconds?
     staleSeconds: options.staleSeconds ?? 3_600,
     maxBytes: options.maxBytes ?? 1_000,
     now,
+    store: options.store,
+    lock: options.lock,
     onResult: (endpoint, result) => results.push(`${endpoint}:${result}`),
   })
-  const get = async (key: string, produce: Production) => cache.get(key, produce, REQUEST)
+  const get = async (key: string, produce: Production, request: typeof REQUEST = REQUEST) => cache.get(key, produce, request)
   return { cache, get, results, now, advance: (ms: number) => (clock += ms) }
+}
+
+/** Another replica's view of Redis: a shared store in memory that records what it is asked. */
+function memoryStore() {
+  const values = new Map<string, string>()
+  const calls: string[] = []
+  const store: SharedStore = {
+    async get(entry, key) {
+      calls.push(`get ${key}`)
+      const text = values.get(key)
+      return text === undefined ? undefined : entry.parse(text)
+    },
+    async set(key, value, ttlMs) {
+      calls.push(`set ${key} ${ttlMs}`)
+      values.set(key, value)
+    },
+    delete(key) {
+      calls.push(`delete ${key}`)
+      values.delete(key)
+    },
+  }
+  return { store, calls }
 }
 
 const produced = (body: string, partial: string[] = [], partialUntil?: number) => async () => ({ body, partial, isPrivate: false, partialUntil })
@@ -206,4 +233,78 @@ t.test('the ETag is a strong validator that changes with the body', async (t) =>
   t.match(one.etag, /^"[^"]+"$/)
   t.equal(one.etag, same.etag)
   t.not(one.etag, other.etag)
+})
+
+t.test('concurrent gets past the TTL share one revalidation, the others counted as collapsed', async (t) => {
+  const { get, advance } = cacheOn({ ttlSeconds: 60 })
+  await get('k', produced('first'))
+  advance(60_001)
+  const slow: Production = async () => (await nextTurn(), { body: 'second', partial: [], isPrivate: false })
+  const answers = await Promise.all(Array.from({ length: 5 }, () => get('k', slow)))
+  t.same(answers.map((answer) => answer.result).sort(), ['collapsed', 'collapsed', 'collapsed', 'collapsed', 'revalidated'])
+  t.ok(answers.every((answer) => answer.response.body === 'second'))
+})
+
+t.test('concurrent gets that end stale are all answered stale, none as collapsed', async (t) => {
+  const { get, advance } = cacheOn({ ttlSeconds: 60 })
+  await get('k', produced('last good'))
+  advance(60_001)
+  const down: Production = async () => {
+    await nextTurn()
+    throw new UpstreamFailure('Upstream responded 502: Bad Gateway', 502)
+  }
+  const answers = await Promise.all(Array.from({ length: 5 }, () => get('k', down)))
+  t.same(new Set(answers.map((answer) => `${answer.result} ${answer.staleBecause}`)), new Set(['stale stale-if-error']))
+})
+
+t.test('a stale answer is logged as a warning with its age and the failure, under err', async (t) => {
+  const lines: Record<string, unknown>[] = []
+  const logger = pino({ level: 'info' }, { write: (line: string) => lines.push(JSON.parse(line) as Record<string, unknown>) })
+  const { get, advance } = cacheOn({ ttlSeconds: 60 })
+  await get('k', produced('last good'))
+  advance(60_001)
+  await get('k', failing(new UpstreamFailure('Upstream responded 502: Bad Gateway', 502)), { endpoint: 'users', log: logger })
+  t.match(lines, [{ level: 40, msg: 'answering stale (stale-if-error)', ageSeconds: 60, err: { type: 'UpstreamFailure', message: 'Upstream responded 502: Bad Gateway' } }])
+})
+
+t.test("an answer read from another replica's store is kept here: the next get is a hit from memory, Redis not asked", async (t) => {
+  const shared = memoryStore()
+  await cacheOn({ ttlSeconds: 60, store: shared.store }).get('k', produced('theirs'))
+  const here = cacheOn({ ttlSeconds: 60, store: shared.store })
+  const read = await here.get('k', produced('not asked'))
+  t.match(read, { result: 'hit', response: { body: 'theirs' } })
+  shared.calls.length = 0
+  const again = here.cache.get('k', produced('not asked'), REQUEST)
+  t.notOk(again instanceof Promise, 'answered at once, from memory')
+  t.same(shared.calls, [])
+})
+
+t.test("a get that waited on another replica's production keeps its answer here: the next get is a hit from memory", async (t) => {
+  const shared = memoryStore()
+  let release = () => {}
+  const lock: ProductionLock = { claim: async () => ({ kind: 'theirs', released: new Promise<void>((resolve) => (release = resolve)) }), close: async () => {} }
+  const here = cacheOn({ ttlSeconds: 60, store: shared.store, lock })
+  const waiting = here.get('k', produced('not asked'))
+  await cacheOn({ ttlSeconds: 60, store: shared.store }).get('k', produced('theirs'))
+  release()
+  t.match(await waiting, { result: 'collapsed', response: { body: 'theirs' } })
+  shared.calls.length = 0
+  const again = here.cache.get('k', produced('not asked'), REQUEST)
+  t.notOk(again instanceof Promise, 'answered at once, from memory')
+  t.same(shared.calls, [])
+})
+
+t.test('an answer is shared for as long as it may be sent: the TTL plus staleSeconds', async (t) => {
+  const shared = memoryStore()
+  const { get } = cacheOn({ ttlSeconds: 60, staleSeconds: 100, store: shared.store })
+  await get('k', produced('x'))
+  t.same(shared.calls, ['get answer:k', 'set answer:k 160000'])
+})
+
+t.test('a partial answer that may not be reused is not written to the shared store either', async (t) => {
+  const shared = memoryStore()
+  const { get, now } = cacheOn({ ttlSeconds: 60, store: shared.store })
+  await get('p', produced('partial', ['totalPRs']))
+  await get('q', produced('partial', ['totalIssues'], now()))
+  t.same(shared.calls, ['get answer:p', 'get answer:q'])
 })
