@@ -109,6 +109,15 @@ t.test('Retry-After is the upstream Retry-After (seconds or date), else the rese
   t.equal(await retryAfter('/none'), undefined)
 })
 
+t.test("a secondary rate limit known only from its body blocks every call for GitHub's minute", async (t) => {
+  const now = 1_700_000_000_000
+  const budget = new RateLimitBudget({ reserve: 0, now: () => now })
+  const client = openClient(t, { budget, now: () => now })
+  nock(API).get('/secondary').reply(403, { message: 'You have exceeded a secondary rate limit.' }, { 'x-ratelimit-remaining': '4000' })
+  await client.get('/secondary', BODY).catch(() => undefined)
+  t.equal(budget.resumesAt({ resource: 'core', revalidates: false }), now + 60_000)
+})
+
 t.test('502, 503 and 504 are retried twice with backoff, then answered as they are', async (t) => {
   const client = openClient(t)
   for (const status of [502, 503, 504]) {

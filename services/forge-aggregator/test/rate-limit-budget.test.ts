@@ -120,3 +120,24 @@ t.test('a stored budget that fails its schema is ignored', async (t) => {
   await budget.refresh()
   t.equal(budget.resumesAt({ resource: 'core', revalidates: false }), undefined)
 })
+
+t.test('within one window, replicas keep the higher limit and the later block of the two', async (t) => {
+  let clock = 1_700_000_000_000
+  const shared = mapStore()
+  const one = new RateLimitBudget({ reserve: 0.5, now: () => clock, store: shared })
+  const two = new RateLimitBudget({ reserve: 0.5, now: () => clock, store: shared })
+  const reset = String(clock / 1000 + 600)
+  two.record('core', { 'x-ratelimit-limit': '5000', 'x-ratelimit-remaining': '40', 'x-ratelimit-reset': reset }, 10)
+  // The store holds what was written last: one's budget, which two merges into its own.
+  one.record('core', { 'x-ratelimit-limit': '60', 'x-ratelimit-remaining': '40', 'x-ratelimit-reset': reset }, 30)
+  await two.refresh()
+  t.equal(two.resumesAt({ resource: 'core', revalidates: false }), clock + 30_000, "one's later block")
+  clock += 30_001
+  t.equal(isBelowReserve(two), true, 'past the block, 40 left of the higher limit (5000) is below half of it')
+})
+
+t.test('a rate-limit header that is not a whole number is not read', async (t) => {
+  const { budget } = budgetOn()
+  for (const remaining of ['0x', 'x0', '-1', '1.5']) budget.record('core', { 'x-ratelimit-limit': '60', 'x-ratelimit-remaining': remaining, 'x-ratelimit-reset': '9999999999' })
+  t.equal(budget.resumesAt({ resource: 'core', revalidates: false }), undefined, 'no remaining was read as 0')
+})
