@@ -1,4 +1,4 @@
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { setImmediate as nextTurn } from 'node:timers/promises'
 import { pino } from 'pino'
 import { ResponseCache, type Production } from '../src/response-cache.ts'
@@ -267,16 +267,21 @@ t.test('a stale answer is logged as a warning with its age and the failure, unde
   t.match(lines, [{ level: 40, msg: 'answering stale (stale-if-error)', ageSeconds: 60, err: { type: 'UpstreamFailure', message: 'Upstream responded 502: Bad Gateway' } }])
 })
 
+/** Whether `cache` answers `k` at once, from its own memory, without asking the shared store. */
+function isAnsweredFromMemory(t: Test, cache: ResponseCache, shared: ReturnType<typeof memoryStore>): void {
+  shared.calls.length = 0
+  const again = cache.get('k', produced('not asked'), REQUEST)
+  t.notOk(again instanceof Promise, 'answered at once, from memory')
+  t.same(shared.calls, [], 'the shared store not asked')
+}
+
 t.test("an answer read from another replica's store is kept here: the next get is a hit from memory, Redis not asked", async (t) => {
   const shared = memoryStore()
   await cacheOn({ ttlSeconds: 60, store: shared.store }).get('k', produced('theirs'))
   const here = cacheOn({ ttlSeconds: 60, store: shared.store })
   const read = await here.get('k', produced('not asked'))
   t.match(read, { result: 'hit', response: { body: 'theirs' } })
-  shared.calls.length = 0
-  const again = here.cache.get('k', produced('not asked'), REQUEST)
-  t.notOk(again instanceof Promise, 'answered at once, from memory')
-  t.same(shared.calls, [])
+  isAnsweredFromMemory(t, here.cache, shared)
 })
 
 t.test("a get that waited on another replica's production keeps its answer here: the next get is a hit from memory", async (t) => {
@@ -288,10 +293,7 @@ t.test("a get that waited on another replica's production keeps its answer here:
   await cacheOn({ ttlSeconds: 60, store: shared.store }).get('k', produced('theirs'))
   release()
   t.match(await waiting, { result: 'collapsed', response: { body: 'theirs' } })
-  shared.calls.length = 0
-  const again = here.cache.get('k', produced('not asked'), REQUEST)
-  t.notOk(again instanceof Promise, 'answered at once, from memory')
-  t.same(shared.calls, [])
+  isAnsweredFromMemory(t, here.cache, shared)
 })
 
 t.test('an answer is shared for as long as it may be sent: the TTL plus staleSeconds', async (t) => {
