@@ -1,7 +1,9 @@
 import t from 'tap'
 import Fastify, { type FastifyReply, type FastifyRequest } from 'fastify'
 import { pino } from 'pino'
-import { AccessLog } from '../src/index.ts'
+import type { AddressInfo } from 'node:net'
+import { exchangeRaw } from '@repo/test-support'
+import { AccessLog, createLogger } from '../src/index.ts'
 
 function recordingLogger() {
   const lines: { level: string; fields: Record<string, unknown>; message: string }[] = []
@@ -49,4 +51,55 @@ t.test('a response that failed on the wire is logged as an error, under err', as
   t.equal(lines[0]?.level, 'error')
   t.equal(lines[0]?.message, 'request errored')
   t.equal(lines[0]?.fields.err, failure, 'for the logger\'s err serializer (createLogger drops its stack)')
+})
+
+/**
+ * The access line is written from a template rather than through pino's generic path: it must be
+ * the line pino writes for the same fields, byte for byte (time and duration aside), whatever a
+ * caller puts in the URL or, behind a trusted proxy, in the client address.
+ */
+t.test('the access line is the line pino writes for the same fields, escapes included', async (t) => {
+  const lines: string[] = []
+  const app = Fastify({
+    loggerInstance: createLogger('info', { write: (line: string) => void lines.push(line) }),
+    logController: new AccessLog(),
+    trustProxy: true,
+  })
+  // What pino itself writes for the access line's fields, logged by the route beside it.
+  app.get('/things/*', async (request, reply) => {
+    reply.log.info({ method: request.method, url: request.url, statusCode: 200, remoteAddress: request.ip, responseTime: 0 }, 'request completed')
+    return 'ok'
+  })
+  await app.listen({ host: '127.0.0.1', port: 0 })
+  const { port } = app.server.address() as AddressInfo
+  // Written raw: Node accepts a quote and a backslash in a request line, which any client would encode.
+  const requests = [
+    { target: '/things/plain', forwardedFor: undefined },
+    { target: '/things/"quoted"\\and\\slashed?q=%C3%A9', forwardedFor: undefined },
+    { target: '/things/from-proxy', forwardedFor: 'a"b\\c, 10.0.0.1' },
+  ]
+  for (const { target, forwardedFor } of requests) {
+    lines.length = 0
+    const proxied = forwardedFor === undefined ? '' : `X-Forwarded-For: ${forwardedFor}\r\n`
+    const { status } = await exchangeRaw(port, `GET ${target} HTTP/1.1\r\nHost: x\r\n${proxied}Connection: close\r\n\r\n`)
+    t.equal(status, 200)
+    const [byPino, byAccessLog] = lines.map((line) => line.replace(/"time":\d+/, '"time":0').replace(/"responseTime":[\d.e-]+/, '"responseTime":0'))
+    t.ok(byAccessLog?.endsWith('}\n'), `one line for ${target}`)
+    t.equal(byAccessLog, byPino, target)
+  }
+  await app.close()
+})
+
+t.test('a logger with a mixin (trace ids) writes the access line through pino, mixin included', async (t) => {
+  const lines: Record<string, unknown>[] = []
+  const logger = pino({ level: 'info', mixin: () => ({ trace_id: 'abc' }) }, { write: (line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>) })
+  const app = Fastify({ loggerInstance: logger, logController: new AccessLog() })
+  app.get('/', async () => 'ok')
+  await app.inject({ method: 'GET', url: '/' })
+  await app.close()
+  t.match(lines.find((line) => line.msg === 'request completed'), { trace_id: 'abc', method: 'GET', url: '/', statusCode: 200 })
+})
+
+t.test('no access line is written above info', async (t) => {
+  t.same(await serveOnce('warn'), [])
 })
