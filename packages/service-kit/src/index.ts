@@ -21,5 +21,5 @@ export {
 } from './redis-connection.ts'
 export { runService, type ServiceDefinition } from './run-service.ts'
 export { SeriesCounter, type CounterSeries } from './series-counter.ts'
-export { SeriesHistogram } from './series-histogram.ts'
+export { SeriesHistogram, type HistogramSeries } from './series-histogram.ts'
 export { createServer, type ServerOptions } from './server.ts'

@@ -40,9 +40,11 @@ export function createStoreMetrics(registry: Registry): (command: string, outcom
     registers: [registry],
   })
 
+  const timed = byCommand((command) => duration.series({ command }))
+
   return (command, outcome, seconds) => {
     // Only the store's own commands are sent on its connection (`createItemStore` names them).
     counted[command as StoreCommand][outcome].inc()
-    duration.observeIn(command, { command }, seconds)
+    timed[command as StoreCommand].observe(seconds)
   }
 }
