@@ -1,6 +1,7 @@
 import t from 'tap'
 import nock from 'nock'
 import { buildAggregator } from './helpers/build.ts'
+import { UserAnswer } from '../src/schemas/users.ts'
 import { API, RESOURCE_HEADERS, SEARCH_HEADERS, makeFollowers, makeRepos, makeUser, mockUser, recordUnexpectedCalls, searchResult } from './helpers/upstream.ts'
 
 t.afterEach(() => {
@@ -20,6 +21,31 @@ t.test('within FORGE_CACHE_TTL_SECONDS a repeated request makes no upstream call
   t.equal(second.body, first.body)
   scope.done()
   t.same(unexpected, [], 'the second request cost nothing upstream')
+})
+
+t.test('a fresh answer held in memory is sent at once: sendAnswer returns a promise only when it must wait', async (t) => {
+  const { app } = await buildAggregator(t)
+  mockUser({ login: 'mona' })
+  const returned: unknown[] = []
+  // Its answer is serialized with the route's 200 schema, as the users route's is.
+  app.get('/probe', { schema: { response: { 200: UserAnswer } } }, (_request, reply) => {
+    const sending = reply.sendAnswer({
+      endpoint: 'users',
+      key: 'users/mona',
+      produce: (call) => app.forge.userOverview('mona', call),
+      messages: { notFound: 'User not found', failure: 'Failed to fetch forge data' },
+    })
+    returned.push(sending)
+    return sending
+  })
+  const miss = await app.inject({ method: 'GET', url: '/probe' })
+  const hit = await app.inject({ method: 'GET', url: '/probe' })
+  t.equal(miss.statusCode, 200)
+  t.equal(hit.statusCode, 200)
+  t.equal(hit.body, miss.body)
+  t.match(hit.headers['cache-status'], /; hit; ttl=\d+$/)
+  t.ok(returned[0] instanceof Promise, 'a miss waits for the upstream')
+  t.equal(returned[1], undefined, 'a hit is sent before sendAnswer returns')
 })
 
 t.test('user names differing only in case share one cache entry', async (t) => {

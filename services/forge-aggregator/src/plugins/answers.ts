@@ -28,7 +28,7 @@ declare module 'fastify' {
      * `If-None-Match`), `Age` when stale, `X-Forge-Partial` and `no-store` when partial.
      * An upstream error becomes the endpoint's error answer.
      */
-    sendAnswer(request: AnswerRequest): Promise<void>
+    sendAnswer(request: AnswerRequest): void | Promise<void>
   }
 }
 
@@ -56,28 +56,31 @@ export const answers = fp<AnswersPluginOptions>(
       onResult: createCacheResultCounter(app.metrics),
     })
 
-    app.decorateReply('sendAnswer', async function sendAnswer(this: FastifyReply, { endpoint, key, produce, messages }: AnswerRequest): Promise<void> {
+    app.decorateReply('sendAnswer', function sendAnswer(this: FastifyReply, { endpoint, key, produce, messages }: AnswerRequest): void | Promise<void> {
       const log = this.request.log
-      let answer: CacheAnswer
-      try {
-        answer = await cache.get(
-          key,
-          async (revalidates) => {
-            const produced = await produce({ log, revalidates })
-            // Serialized once, with the route's own schema, whatever the number of requests it answers.
-            return { ...produced, body: this.serializeInput(produced.answer as Record<string, unknown>, '200') as string }
-          },
-          { endpoint, log },
-        )
-      } catch (error) {
-        throw answerForUpstreamError(error, messages)
-      }
-      send(this, answer)
+      const answer = cache.get(
+        key,
+        async (revalidates) => {
+          const produced = await produce({ log, revalidates })
+          // Serialized once, with the route's own schema, whatever the number of requests it answers.
+          return { ...produced, body: this.serializeInput(produced.answer as Record<string, unknown>, '200') as string }
+        },
+        { endpoint, log },
+      )
+      // A fresh answer held here is sent at once: no promise, no turn of the event loop.
+      if (!(answer instanceof Promise)) return void send(this, answer)
+      return answer.then(
+        (settled) => void send(this, settled),
+        (error: unknown) => {
+          throw answerForUpstreamError(error, messages)
+        },
+      )
     })
 
     function send(reply: FastifyReply, answer: CacheAnswer): FastifyReply {
       const { response } = answer
-      reply.header('cache-status', cacheStatus(answer, cache.secondsLeft(response)))
+      const secondsLeft = cache.secondsLeft(response)
+      reply.header('cache-status', cacheStatus(answer, secondsLeft))
       if (response.partial.length > 0) {
         return reply
           .headers({ 'cache-control': 'no-store', 'x-forge-partial': response.partial.join(', ') })
@@ -88,7 +91,7 @@ export const answers = fp<AnswersPluginOptions>(
       if (answer.result === 'stale') {
         reply.headers({ etag: response.etag, 'cache-control': `${scope}, max-age=0`, age: String(cache.ageOf(response)) })
       } else {
-        reply.headers({ etag: response.etag, 'cache-control': `${scope}, max-age=${cache.secondsLeft(response)}` })
+        reply.headers({ etag: response.etag, 'cache-control': `${scope}, max-age=${secondsLeft}` })
       }
       if (matchesEtag(reply.request.headers['if-none-match'], response.etag)) return reply.code(304).send()
       return reply.type('application/json; charset=utf-8').send(response.body)
