@@ -21,6 +21,14 @@ t.test('a request is one server span named by its method and route, by its metho
   t.same(serverSpanNames(), ['GET /things/:id', 'GET'])
 })
 
+t.test("a request's spans are its server span and its handler's, no span per hook, named for the service", async (t) => {
+  const { app } = await buildService(t)
+  await app.inject({ url: '/things/1' })
+  const spans = exporter.getFinishedSpans()
+  t.same(spans.map((span) => span.kind).sort(), [SpanKind.INTERNAL, SpanKind.SERVER].sort(), spans.map((span) => span.name).join(', '))
+  for (const span of spans) t.equal(span.resource.attributes['service.name'], 'kit')
+})
+
 t.test('probes and scrapes are not traced', async (t) => {
   const { app } = await buildService(t)
   for (const url of ['/health', '/ready?verbose=1', '/metrics']) t.equal((await app.inject({ url })).statusCode, 200)
