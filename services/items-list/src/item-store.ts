@@ -101,6 +101,8 @@ export class ReplicasBehindError extends Error {
   override readonly name = 'ReplicasBehindError'
 }
 
+const nothing = (): void => {}
+
 /**
  * What identifies a request under one key: its name, the only field an append reads (other
  * fields are ignored, so a body that differs only by them is the same request). Hashed so that a
@@ -127,7 +129,7 @@ export function createItemStore(connection: RedisConnection<ItemStoreScripts>, s
    * nothing, so any replica would do). A Sentinel client that loses the primary mid-pipeline
    * sends the whole pipeline again to the new one, where the script finds its record or appends.
    */
-  async function acknowledged<T>(command: StoreCommand, write: (client: RedisCommands<ItemStoreScripts>) => Promise<T>, queue: (pipeline: AppendPipeline) => AppendPipeline): Promise<T> {
+  function acknowledged<T>(command: StoreCommand, write: (client: RedisCommands<ItemStoreScripts>) => Promise<T>, queue: (pipeline: AppendPipeline) => AppendPipeline): Promise<T> {
     if (minReplicasAck === 0) return run(command, write)
     return appends.run(command, async (client) => {
       const [written, replicas] = (await queue(pipelineOn(client)).wait(minReplicasAck, waitMs).execAsPipeline()) as [T, number]
@@ -137,8 +139,9 @@ export function createItemStore(connection: RedisConnection<ItemStoreScripts>, s
   }
 
   return {
-    async append(name) {
-      await acknowledged('rpush', (client) => client.rPush(key, name), (pipeline) => pipeline.rPush(key, name))
+    append(name) {
+      // The list's new length is not the caller's business; no async wrapper around the command.
+      return acknowledged('rpush', (client) => client.rPush(key, name), (pipeline) => pipeline.rPush(key, name)).then(nothing)
     },
     appendOnce(name, idempotencyKey) {
       const record = `${key}:idempotency:${idempotencyKey}`
