@@ -8,6 +8,10 @@ command -v valgrind >/dev/null || { echo 'valgrind is missing: apt-get install v
 
 N=${N:-4000}
 W=${W:-8000}
+# Each figure is the median of REPS servers counted one after the other: a process's count can
+# differ from the next one's by 5-15% (how V8's megamorphic caches and the GC's helper threads
+# happen to fall for that process), while the median of three moves by a few percent.
+REPS=${REPS:-3}
 NODE=$(node -p process.execPath)
 AUTOCANNON=./node_modules/.bin/autocannon
 work=$(mktemp -d)
@@ -39,4 +43,13 @@ count_requests() {
   kill -INT "$server_pid"
   wait "$server_pid" || true
   echo $(($(awk '/^totals:/ { print $2 }' "$out-01") / N))
+}
+
+# Runs `command` REPS times and prints the median of what it printed (one number each); every
+# count goes to stderr: median <command> [arguments…].
+median() {
+  local counts=() i
+  for ((i = 0; i < REPS; i++)); do counts+=("$("$@")"); done
+  echo "$* → ${counts[*]}" >&2
+  printf '%s\n' "${counts[@]}" | sort -n | sed -n "$(((REPS + 1) / 2))p"
 }

@@ -46,10 +46,10 @@ count() {
   count_requests "$out" "$url"
 }
 
-service=$(count src/server.ts LOG_LEVEL=info)
-shared=$(count src/server.ts LOG_LEVEL=info REDIS_URL="redis://127.0.0.1:$redis_port")
-quiet=$(count src/server.ts LOG_LEVEL=warn)
-bare=$(count bench/bare-server.ts)
+service=$(median count src/server.ts LOG_LEVEL=info)
+shared=$(median count src/server.ts LOG_LEVEL=info REDIS_URL="redis://127.0.0.1:$redis_port")
+quiet=$(median count src/server.ts LOG_LEVEL=warn)
+bare=$(median count bench/bare-server.ts)
 row() { printf '%-24s %12s %8s\n' "$@"; }
 ratio() { "$NODE" -p "($bare / $1).toFixed(2)"; }
 row '' 'instructions' 'ratio'
@@ -57,4 +57,4 @@ row 'bare route' "$bare" ''
 row 'service' "$service" "$(ratio "$service")"
 row 'service, REDIS_URL' "$shared" "$(ratio "$shared")"
 row 'service, LOG_LEVEL=warn' "$quiet" "$(ratio "$quiet")"
-echo "instructions per cache hit (main thread), $N requests after $W to warm up; ratio: bare / service (target ≥ 0.8)"
+echo "instructions per cache hit (main thread), $N requests after $W to warm up, median of $REPS processes; ratio: bare / service (target ≥ 0.8)"

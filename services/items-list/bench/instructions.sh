@@ -35,9 +35,9 @@ count() {
 
 printf '%-6s %14s %14s %8s %18s\n' '' 'stack ceiling' 'service' 'ratio' 'service, traced'
 for method in GET POST; do
-  ceiling=$(count "$method" bench/ceiling-server.ts CEILING=stack)
-  service=$(count "$method" src/server.ts LOG_LEVEL=info)
-  traced=$(count "$method" src/server.ts LOG_LEVEL=info OTEL_EXPORTER_OTLP_ENDPOINT="http://127.0.0.1:$otlp_port")
+  ceiling=$(median count "$method" bench/ceiling-server.ts CEILING=stack)
+  service=$(median count "$method" src/server.ts LOG_LEVEL=info)
+  traced=$(median count "$method" src/server.ts LOG_LEVEL=info OTEL_EXPORTER_OTLP_ENDPOINT="http://127.0.0.1:$otlp_port")
   printf '%-6s %14s %14s %8s %18s\n' "$method" "$ceiling" "$service" "$("$NODE" -p "($ceiling / $service).toFixed(2)")" "$traced"
 done
-echo "instructions per request (main thread), $N requests after $W to warm up; ratio: ceiling / service (target ≥ 0.9)"
+echo "instructions per request (main thread), $N requests after $W to warm up, median of $REPS processes; ratio: ceiling / service (target ≥ 0.9)"
