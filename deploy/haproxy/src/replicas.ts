@@ -25,7 +25,7 @@ export interface Replica {
 export async function startReplica(service: ServiceName, env: Record<string, string>, port?: number): Promise<Replica> {
   const chosen = port ?? (await findFreePort())
   const replica = runServiceSource(SERVICE_ROOTS[service], { ...env, HOST: '127.0.0.1', PORT: String(chosen) })
-  await replica.waitFor(LISTENING, 30_000)
+  await replica.waitFor(LISTENING)
   return { service, port: chosen, process: replica }
 }
 

@@ -9,7 +9,11 @@ export interface RunningProcess {
   child: ChildProcess
   /** Everything the process wrote to stdout and stderr so far. */
   output(): string
-  /** Resolves with the first match of `pattern` in the output, waiting for it to appear. */
+  /**
+   * Resolves with the first match of `pattern` in the output, waiting for it to appear (30 s by
+   * default: a service started from its TypeScript sources on a CI machine running other test
+   * suites beside it has taken more than 10 s to print its first line).
+   */
   waitFor(pattern: RegExp, timeoutMs?: number): Promise<RegExpMatchArray>
   /** Resolves with the exit code once the process has exited and all its output is read (null when a signal ended it). */
   exited: Promise<number | null>
@@ -91,7 +95,7 @@ function watch(child: ChildProcess): RunningProcess {
     child,
     output: () => output,
     exited,
-    waitFor(pattern, timeoutMs = 10_000) {
+    waitFor(pattern, timeoutMs = 30_000) {
       return new Promise((resolve, reject) => {
         const check = () => {
           const match = output.match(pattern)
