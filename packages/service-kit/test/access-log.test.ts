@@ -103,3 +103,15 @@ t.test('a logger with a mixin (trace ids) writes the access line through pino, m
 t.test('no access line is written above info', async (t) => {
   t.same(await serveOnce('warn'), [])
 })
+
+t.test("a client whose address is gone (its socket closed) gets the line pino writes: no remoteAddress", async (t) => {
+  const lines: string[] = []
+  const log = createLogger('info', { write: (line: string) => void lines.push(line) }).child({ reqId: 'req-1' })
+  const request = { method: 'GET', url: '/things/1', ip: undefined } as unknown as FastifyRequest
+  const reply = { log, statusCode: 200, elapsedTime: 1.5 } as unknown as FastifyReply
+  new AccessLog().requestCompleted(null, request, reply)
+  log.info({ method: 'GET', url: '/things/1', statusCode: 200, remoteAddress: undefined, responseTime: 1.5 }, 'request completed')
+  const [byAccessLog, byPino] = lines.map((line) => line.replace(/"time":\d+/, '"time":0'))
+  t.equal(byAccessLog, byPino)
+  t.notMatch(byAccessLog, 'remoteAddress')
+})
