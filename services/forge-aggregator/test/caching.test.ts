@@ -169,6 +169,7 @@ t.test('a partial answer is not cached: the next request asks every call again',
   partial.get('/search/issues').query(true).times(2).reply(503, { message: 'unavailable' }).persist()
   const first = await app.inject({ method: 'GET', url: USERS })
   t.equal(first.headers['x-forge-partial'], 'totalIssues, totalPRs')
+  t.equal(first.headers['content-type'], 'application/json; charset=utf-8')
   nock.cleanAll()
 
   const complete = mockUser({ login: 'mona' }, nock(API))

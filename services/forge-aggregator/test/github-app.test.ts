@@ -17,6 +17,15 @@ async function appAggregator(t: Test, env: TestEnv = {}, clock: TestClock = test
 
 const bearers = (upstream: AppUpstream) => upstream.requests.filter((request) => !request.path.startsWith('/app/')).map((request) => request.authorization)
 
+t.test('the start-up line names the App and its installation, never its private key', async (t) => {
+  const { upstream, logs, logLines } = await appAggregator(t)
+  t.match(logs().find((line) => line.msg === 'forge upstream'), {
+    authenticated: true,
+    githubApp: { id: upstream.env.FORGE_APP_ID, installation: upstream.env.FORGE_APP_INSTALLATION_ID },
+  })
+  t.notMatch(logLines.join('\n'), 'PRIVATE KEY')
+})
+
 t.test('the first request mints one installation token and every call carries it; requests within its life mint none', async (t) => {
   const { app, upstream, advanceClock } = await appAggregator(t, { FORGE_CACHE_TTL_SECONDS: 0 })
   t.equal((await app.inject({ url: usersUrl('mona') })).statusCode, 200)

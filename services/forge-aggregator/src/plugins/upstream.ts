@@ -59,7 +59,7 @@ export const upstream = fp<UpstreamPluginOptions>(
         client,
         followersLimit: config.FORGE_FOLLOWERS_LIMIT,
         maxRepoPages: config.FORGE_MAX_REPO_PAGES,
-        authentication: credentials.kind === 'anonymous' ? 'anonymous' : credentials.kind,
+        authentication: credentials.kind,
       }),
     )
     app.addHook('onClose', () => client.close())
