@@ -1,4 +1,4 @@
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import { once } from 'node:events'
 import type { Test } from 'tap'
 
@@ -6,6 +6,7 @@ export interface LocalUpstream {
   url: string
   /** Requests received, in order. */
   requests: IncomingMessage[]
+  server: Server
 }
 
 /**
@@ -29,5 +30,5 @@ export async function startLocalUpstream(
   })
   const address = server.address()
   if (address === null || typeof address === 'string') throw new Error('no TCP address')
-  return { url: `http://127.0.0.1:${address.port}`, requests }
+  return { url: `http://127.0.0.1:${address.port}`, requests, server }
 }
