@@ -1,15 +1,24 @@
 import t from 'tap'
 import Fastify, { type FastifyReply, type FastifyRequest } from 'fastify'
-import { pino } from 'pino'
+import { pino, type LoggerOptions } from 'pino'
 import type { AddressInfo } from 'node:net'
 import { exchangeRaw } from '@repo/test-support'
 import { AccessLog, createLogger } from '../src/index.ts'
 
-function recordingLogger() {
-  const lines: { level: string; fields: Record<string, unknown>; message: string }[] = []
-  const at = (level: string) => (fields: Record<string, unknown>, message: string) => lines.push({ level, fields, message })
-  return { lines, logger: { debug: at('debug'), info: at('info'), error: at('error') } }
+/** A request's logger as Fastify makes it (a child with its `reqId`), counting calls to its `info()`. */
+function requestLogger(options: LoggerOptions = {}) {
+  const lines: string[] = []
+  const log = pino({ level: 'info', ...options }, { write: (line: string) => void lines.push(line) }).child({ reqId: 'req-1' })
+  let calls = 0
+  const info = log.info.bind(log)
+  log.info = (...args: Parameters<typeof info>) => {
+    calls++
+    info(...args)
+  }
+  return { lines, log, infoCalls: () => calls }
 }
+
+const plainRequest = { method: 'GET', url: '/things/1', ip: '127.0.0.1' } as unknown as FastifyRequest
 
 async function serveOnce(level: string) {
   const lines: Record<string, unknown>[] = []
@@ -41,16 +50,25 @@ t.test('at debug level the incoming request is logged too, with its method and U
 })
 
 t.test('a response that failed on the wire is logged as an error, under err', async (t) => {
-  const { lines, logger } = recordingLogger()
-  const request = { log: logger } as unknown as FastifyRequest
-  const reply = { log: logger, elapsedTime: 2 } as unknown as FastifyReply
-
+  const { lines, log, infoCalls } = requestLogger()
   const failure = new Error('socket hang up')
-  new AccessLog().requestCompleted(failure, request, reply)
+  new AccessLog().requestCompleted(failure, plainRequest, { log, statusCode: 200, elapsedTime: 2 } as unknown as FastifyReply)
+  t.match(JSON.parse(lines[0]!), { level: 50, msg: 'request errored', err: { message: 'socket hang up' }, url: '/things/1' })
+  t.equal(infoCalls(), 0)
+})
 
-  t.equal(lines[0]?.level, 'error')
-  t.equal(lines[0]?.message, 'request errored')
-  t.equal(lines[0]?.fields.err, failure, 'for the logger\'s err serializer (createLogger drops its stack)')
+t.test('at info, the access line is written from its template, without pino’s generic path', async (t) => {
+  const { lines, log, infoCalls } = requestLogger()
+  new AccessLog().requestCompleted(null, plainRequest, { log, statusCode: 200, elapsedTime: 2 } as unknown as FastifyReply)
+  t.match(JSON.parse(lines[0]!), { level: 30, msg: 'request completed', reqId: 'req-1', url: '/things/1' })
+  t.equal(infoCalls(), 0, 'pino’s info() walks the fields, their serializers and redaction: what the template saves')
+})
+
+t.test('a logger with a hook on the written line gets the access line through pino, hook applied', async (t) => {
+  const { lines, log, infoCalls } = requestLogger({ hooks: { streamWrite: (line) => line.replace('request completed', 'hooked') } })
+  new AccessLog().requestCompleted(null, plainRequest, { log, statusCode: 200, elapsedTime: 2 } as unknown as FastifyReply)
+  t.match(JSON.parse(lines[0]!), { msg: 'hooked' })
+  t.equal(infoCalls(), 1)
 })
 
 /**
