@@ -3,6 +3,11 @@
 # with instrumentation off; autocannon warms it up (W requests), then only its main thread's
 # instructions over N more requests are counted (JIT compilation and GC helpers run on other
 # threads, at times no run controls). Needs valgrind (Debian: valgrind).
+#
+# With PROFILE=<dir>, each server also runs with V8's perf map (`--perf-basic-prof`), and its
+# counts and map are kept in <dir> as <source>-<port>.callgrind and .map, listed with their
+# settings (and `profile_note`, when the caller sets it) in <dir>/index.txt:
+# `node scripts/callgrind-functions.ts` reads them per function.
 set -euo pipefail
 command -v valgrind >/dev/null || { echo 'valgrind is missing: apt-get install valgrind' >&2; exit 1; }
 
@@ -24,10 +29,16 @@ free_port() { "$NODE" -e "const s=require('net').createServer().listen(0,()=>{co
 under_callgrind() {
   local out=$1 port=$2 source=$3
   shift 3
+  local profiling=()
+  # V8's own log file, which the perf map would otherwise bring along, is not wanted.
+  [ -n "${PROFILE:-}" ] && profiling=(--perf-basic-prof --logfile=/dev/null)
   env "$@" PORT="$port" HOST=127.0.0.1 SHUTDOWN_DELAY_SECONDS=0 \
     valgrind --tool=callgrind --instr-atstart=no --separate-threads=yes --callgrind-out-file="$out" \
-    "$NODE" --conditions=@repo/source "$source" >/dev/null 2>"$work/valgrind.log" &
+    "$NODE" "${profiling[@]}" --conditions=@repo/source "$source" >/dev/null 2>"$work/valgrind.log" &
   server_pid=$!
+  server_label="$(basename "$source" .ts)-$port"
+  [ -n "${PROFILE:-}" ] && mkdir -p "$PROFILE" && echo "$server_label ${profile_note:+$profile_note }$*" >>"$PROFILE/index.txt"
+  return 0
 }
 
 # Warms the server up, counts N requests, stops it, and prints its instructions per request:
@@ -42,6 +53,10 @@ count_requests() {
   HOST=127.0.0.1 callgrind_control -i off "$server_pid" >/dev/null 2>&1
   kill -INT "$server_pid"
   wait "$server_pid" || true
+  if [ -n "${PROFILE:-}" ]; then
+    cp "$out-01" "$PROFILE/$server_label.callgrind"
+    mv "/tmp/perf-$server_pid.map" "$PROFILE/$server_label.map"
+  fi
   echo $(($(awk '/^totals:/ { print $2 }' "$out-01") / N))
 }
 

@@ -28,6 +28,7 @@ count() {
   [ "$method" = POST ] && body=(-m POST -H 'content-type: application/json' -b '{"name":"benchmarked item"}')
   redis-cli -p "$redis_port" del items >/dev/null
   redis-cli -p "$redis_port" rpush items "${names[@]}" >/dev/null
+  profile_note=$method
   under_callgrind "$out" "$port" "$source" "$@" REDIS_HOST=127.0.0.1 REDIS_PORT="$redis_port"
   until curl -s -o /dev/null "http://127.0.0.1:$port/items/"; do sleep 0.5; done
   count_requests "$out" "${body[@]}" "http://127.0.0.1:$port/items/"
