@@ -1,8 +1,12 @@
 import t from 'tap'
 import { performance } from 'node:perf_hooks'
+import Fastify from 'fastify'
 import { createClient } from 'redis'
+import { loadConfig } from '@repo/config'
 import { RedisUnavailableError } from '@repo/service-kit'
 import { startPrivateRedis } from '@repo/test-support'
+import { ItemsListConfig } from '../src/config.ts'
+import { itemStore } from '../src/plugins/item-store.ts'
 import { buildService, connectInspector } from './helpers/service.ts'
 
 // The store as the app's item-store plugin opens it from the configuration (`app.itemStore`):
@@ -95,4 +99,11 @@ t.test('a closed app’s store answers RedisUnavailableError, and closing again 
   await app.close()
   await t.rejects(app.itemStore.append('late'), RedisUnavailableError)
   await t.resolves(app.close())
+})
+
+t.test('the item-store plugin refuses an app without the metrics registry it adds the store’s metrics to, and names it', async (t) => {
+  const app = Fastify()
+  t.teardown(() => app.close())
+  const config = loadConfig(ItemsListConfig, {})
+  await t.rejects(async () => app.register(itemStore, { config }), { code: 'FST_ERR_PLUGIN_NOT_PRESENT_IN_INSTANCE', message: /metrics/ })
 })
