@@ -487,6 +487,16 @@ t.test('an entry read back whole, or a key Redis does not hold, is not counted a
   }
 })
 
+t.test('a Redis that cannot answer reads as a miss, never as a rejected entry', async (t) => {
+  const own = await startPrivateRedis({ durable: false })
+  t.teardown(() => own.dispose())
+  const replica = await buildAggregator(t, { env: { REDIS_URL: `redis://127.0.0.1:${own.port}` } })
+  await own.stop()
+  nock(API).get('/repos/octocat/hello').reply(200, fixtures.repository, RESOURCE_HEADERS)
+  t.equal((await replica.app.inject({ method: 'GET', url: HELLO })).statusCode, 200)
+  for (const kind of ['answer', 'held', 'budget']) t.equal(await replica.metric('forge_shared_entries_rejected_total', { kind }), 0, kind)
+})
+
 t.test('the key namespace carries the stored format’s version', async (t) => {
   const [one] = await replicas(t, 1)
   const namespace = await namespaceOf(one!, 'probe')
