@@ -19,4 +19,20 @@ export PATH="$node_dir:$PATH"
 # after tap's default 30 s (service-kit's 408 test waits 30 s on purpose).
 TAP_TIMEOUT=$(node -p "require('./package.json').tap?.timeout ?? 30")
 export TAP_TIMEOUT
-exec stryker run "$@"
+
+# Stryker ends test processes with SIGKILL (a mutant past its timeout, the end of the run), and a
+# killed test never stops the private Redis it started (test-support's startPrivateRedis): one
+# run left over a hundred redis-servers behind. When the run ends, those orphans (parent gone,
+# working directory one of startPrivateRedis's) are stopped and their directories removed.
+stop_orphaned_private_redis() {
+  local pid ppid name dir tmp=${TMPDIR:-/tmp}
+  while read -r pid ppid name; do
+    [ "$name" = redis-server ] && [ "$ppid" = 1 ] || continue
+    dir=$(readlink "/proc/$pid/cwd" 2>/dev/null) || continue
+    case "$dir" in
+      "${tmp%/}"/private-redis-*) kill -9 "$pid" 2>/dev/null && rm -rf "$dir" ;;
+    esac
+  done < <(ps -eo pid=,ppid=,comm=)
+}
+trap stop_orphaned_private_redis EXIT
+stryker run "$@"
