@@ -5,7 +5,7 @@
 # them). Unlike requests/s and CPU time, the count barely moves with whatever else the machine is
 # doing, so the ratio holds on a busy machine too.
 #
-#   usage (from services/items-list): pnpm bench:instructions     [env: N=4000 W=8000]
+#   usage (from services/items-list): pnpm bench:instructions     [env: N=4000 W=8000 METHODS='GET POST']
 source ../../scripts/callgrind-bench.sh
 
 redis_port=$(free_port)
@@ -35,7 +35,7 @@ count() {
 }
 
 printf '%-6s %14s %14s %8s %18s\n' '' 'stack ceiling' 'service' 'ratio' 'service, traced'
-for method in GET POST; do
+for method in ${METHODS:-GET POST}; do
   ceiling=$(median count "$method" bench/ceiling-server.ts CEILING=stack)
   service=$(median count "$method" src/server.ts LOG_LEVEL=info)
   traced=$(median count "$method" src/server.ts LOG_LEVEL=info OTEL_EXPORTER_OTLP_ENDPOINT="http://127.0.0.1:$otlp_port")
