@@ -18,6 +18,7 @@ interface Selector {
 
 interface Probe {
   httpGet?: { path?: string; port: number | string }
+  exec?: { command: string[] }
 }
 
 export interface Container {

@@ -1,8 +1,13 @@
 import t from 'tap'
+import { execFile } from 'node:child_process'
 import { once } from 'node:events'
+import { mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { createServer } from 'node:net'
 import { fileURLToPath } from 'node:url'
-import { LISTENING, runServiceSource } from '@repo/test-support'
+import { promisify } from 'node:util'
+import { LISTENING, runServiceSource, startRedisWithServiceUsers } from '@repo/test-support'
 import { dataTierProblems, environmentOf, podProblems, secretProblems, selects, serviceProblems, wiringProblems, workloadsOf, type Container } from '../src/checks.ts'
 import { containersOf, renderKustomization, type KubernetesObject } from '../src/render.ts'
 import { schemaProblems } from '../src/schemas.ts'
@@ -10,6 +15,8 @@ import { SERVICES } from '../src/services.ts'
 
 // The base as `kubectl apply -k deploy/kubernetes` would send it.
 const base = await renderKustomization(fileURLToPath(new URL('..', import.meta.url)))
+
+const execFileText = promisify(execFile)
 
 const workload = (name: string) => workloadsOf(base).find((each) => each.metadata.name === name)
 const containerOf = (name: string) => workload(name)?.spec.template.spec.containers.find((each) => each.name === name) as Container
@@ -122,6 +129,24 @@ t.test('both Redis servers load users.acl from the Secret redis-users, read-only
     ['forge-aggregator', 'items-list'],
     'each service logs in as its own user of deploy/redis/users.acl.template',
   )
+})
+
+t.test('each Redis is ready by its probe under the ACL file, where a client that has not logged in gets nothing', async (t) => {
+  const redis = await startRedisWithServiceUsers({ durable: false })
+  t.teardown(() => redis.dispose())
+  // The probe runs in the pod, where redis-cli's default address is Redis's own: here a redis-cli
+  // first on PATH sends it to the test's.
+  const shim = await mkdtemp(join(tmpdir(), 'probe-'))
+  t.teardown(() => rm(shim, { recursive: true, force: true }))
+  const { stdout: realCli } = await execFileText('sh', ['-c', 'command -v redis-cli'])
+  await writeFile(join(shim, 'redis-cli'), `#!/bin/sh\nexec ${realCli.trim()} -p ${redis.port} "$@"\n`, { mode: 0o755 })
+  const inPod = (script: string) => execFileText('sh', ['-c', script], { env: { PATH: `${shim}:${process.env.PATH}` } })
+  for (const name of ['redis', 'redis-cache']) {
+    const [shell, flag, script] = containerOf(name).readinessProbe?.exec?.command ?? []
+    t.same([shell, flag], ['sh', '-c'], name)
+    await t.resolves(inPod(script!), `${name}: the readiness probe passes`)
+  }
+  await t.rejects(inPod('redis-cli ping | grep -q PONG'), 'a bare `redis-cli ping` is refused')
 })
 
 t.test('only items-list may reach its Redis, only the aggregator its cache', async (t) => {

@@ -14,8 +14,11 @@ import { eventually, findFreePort, isListening } from './process.ts'
 export interface PrivateRedis {
   readonly port: number
   start(): Promise<void>
-  /** Kills the server outright (SIGKILL), as a crash would. */
-  stop(): Promise<void>
+  /**
+   * Stops the server and resolves once it has exited: by default outright (SIGKILL), as a crash
+   * would; with SIGTERM as an orchestrator does, letting Redis finish its files first.
+   */
+  stop(signal?: 'SIGKILL' | 'SIGTERM'): Promise<void>
   /** Freezes the server (SIGSTOP): connections stay open, nothing is answered. */
   pause(): void
   resume(): void
@@ -63,10 +66,10 @@ export async function createPrivateRedis({ durable = true, args: extraArgs = [],
       child = spawn('redis-server', args, { stdio: 'ignore' })
       await waitUntilListening(port)
     },
-    async stop() {
+    async stop(signal = 'SIGKILL') {
       if (!child || child.exitCode !== null || child.signalCode !== null) return
       const exited = once(child, 'exit')
-      child.kill('SIGKILL')
+      child.kill(signal)
       await exited
     },
     pause() {

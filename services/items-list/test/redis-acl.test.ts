@@ -1,3 +1,5 @@
+import { once } from 'node:events'
+import { connect } from 'node:net'
 import t, { type Test } from 'tap'
 import { createClient } from 'redis'
 import { startRedisWithServiceUsers, TEST_REDIS_ADMIN, TEST_REDIS_USERS } from '@repo/test-support'
@@ -7,12 +9,24 @@ import { buildService } from './helpers/service.ts'
 const redis = await startRedisWithServiceUsers()
 t.teardown(() => redis.dispose())
 
-/** A plain client logged in as `user` (none: the default user, as an unauthenticated caller). */
+/** A plain client logged in as `user` (none: as a caller that has not logged in). */
 async function clientAs(t: Test, user?: { username: string; password: string }) {
   const client = createClient({ socket: { host: '127.0.0.1', port: redis.port, reconnectStrategy: false }, ...user })
   await client.connect()
   t.teardown(() => client.destroy())
   return client
+}
+
+/** Redis's first answer line to `command` (inline form) on a fresh connection that has not logged in. */
+async function sendUnauthenticated(command: string): Promise<string> {
+  const socket = connect(redis.port, '127.0.0.1')
+  try {
+    socket.write(`${command}\r\n`)
+    const [answer] = (await once(socket, 'data')) as [Buffer]
+    return answer.toString().split('\r\n')[0]!
+  } finally {
+    socket.destroy()
+  }
 }
 
 const admin = await createClient({ socket: { host: '127.0.0.1', port: redis.port }, ...TEST_REDIS_ADMIN }).connect()
@@ -79,11 +93,16 @@ t.test('the aggregator’s user is refused (NOPERM) on the items list, its idemp
   t.same(await admin.lRange('items', 0, -1), ['kept'])
 })
 
-t.test('without a password (the default user) only PING is answered: the health checks need no password, and nothing else is open', async (t) => {
-  const client = await clientAs(t)
-  t.equal(await client.ping(), 'PONG')
-  await t.rejects(client.get('items'), /NOPERM/)
-  await t.rejects(client.sendCommand(['FLUSHALL']), /NOPERM/)
+t.test('a client that has not logged in can run nothing, not even PING; the health checks log in as healthcheck, with any password, and may only PING', async (t) => {
+  for (const command of ['PING', 'GET items', 'FLUSHALL']) t.match(await sendUnauthenticated(command), /^-NOAUTH/, command)
+  await t.rejects(clientAs(t), /NOAUTH/, 'a client library that has not logged in is refused at its handshake')
+  await t.rejects(clientAs(t, { username: 'default', password: 'anything' }), /WRONGPASS/, 'nobody can log in as the default user')
+
+  const healthCheck = await clientAs(t, { username: 'healthcheck', password: 'anything' })
+  t.equal(await healthCheck.ping(), 'PONG')
+  await t.rejects(healthCheck.get('items'), /NOPERM/)
+  await t.rejects(healthCheck.sendCommand(['FLUSHALL']), /NOPERM/)
+
   await t.rejects(createClient({ socket: { host: '127.0.0.1', port: redis.port, reconnectStrategy: false }, username: itemsList.username, password: 'wrong' }).connect(), /WRONGPASS/)
 })
 
@@ -107,8 +126,17 @@ t.test('the ACL file gives items-list exactly its list, its idempotency records 
   t.same(dangerousAllowed, [], 'no @dangerous command')
 })
 
-t.test('the ACL file lets the default user (no password) run PING and nothing else, on no key and no channel', async (t) => {
+t.test('the ACL file turns the default user off, with every right, so that Redis can replay any write from its append-only file', async (t) => {
   const { user, commands, keys, channels } = await permissionsOf('default')
+  t.match(user.flags, ['off'])
+  t.notMatch(user.flags, ['on'])
+  t.same(commands, ['+@all'])
+  t.equal(keys, '~*')
+  t.equal(channels, '&*')
+})
+
+t.test('the ACL file gives healthcheck PING and nothing else, on no key and no channel', async (t) => {
+  const { user, commands, keys, channels } = await permissionsOf('healthcheck')
   t.match(user.flags, ['on', 'nopass'])
   t.same(commands, ['-@all', '+ping'].toSorted())
   t.equal(keys, '')
