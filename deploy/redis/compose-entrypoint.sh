@@ -1,7 +1,8 @@
 #!/bin/sh
 # The entrypoint of docker-compose.yml's Redis servers: writes the ACL file from the passwords in
-# the environment (render-acl.sh: only their SHA-256 reaches the file), then starts Redis as the
-# official image does (its docker-entrypoint.sh drops to the redis user), loading that file.
+# the environment (render-acl.sh: only their SHA-256 reaches the file), then starts Redis through
+# the official image's entrypoint, loading that file. compose runs it as the redis user; started
+# as root, it hands the file to that user, as the image's entrypoint then drops to it.
 set -eu
 umask 077
 here=$(dirname "$0")

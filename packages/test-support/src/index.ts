@@ -12,7 +12,7 @@ export {
   type PrivateRedisOptions,
   type PrivateSentinelOptions,
 } from './redis-server.ts'
-export { composeRedisFlags, REDIS_ACL_DIR, TEST_REDIS_ADMIN, TEST_REDIS_USERS, renderServiceUsersAcl, startRedisWithServiceUsers } from './redis-users.ts'
+export { answerWithoutLogin, composeRedisFlags, REDIS_ACL_DIR, TEST_REDIS_ADMIN, TEST_REDIS_USERS, renderServiceUsersAcl, startRedisWithServiceUsers } from './redis-users.ts'
 export { createTestCertificates, type TestCertificates } from './certificates.ts'
 export { rootStartEnv } from './turbo.ts'
 export { cpuMicros, loadGeneratorHeadroom, MIN_HEADROOM } from './headroom.ts'

@@ -1,5 +1,7 @@
 import { execFile } from 'node:child_process'
+import { once } from 'node:events'
 import { appendFile, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
+import { connect } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -59,4 +61,19 @@ export async function composeRedisFlags(service: string): Promise<string[]> {
   const [program, ...flags] = compose.services[service]?.command ?? []
   if (program !== 'redis-server') throw new Error(`docker-compose.yml: ${service} does not run redis-server`)
   return flags
+}
+
+/**
+ * Redis's first answer line to `command` (inline form: words separated by spaces) on a fresh
+ * connection that has not logged in, as a client library would never send it: no handshake first.
+ */
+export async function answerWithoutLogin(port: number, command: string, host = '127.0.0.1'): Promise<string> {
+  const socket = connect(port, host)
+  try {
+    socket.write(`${command}\r\n`)
+    const [answer] = (await once(socket, 'data')) as [Buffer]
+    return answer.toString().split('\r\n')[0]!
+  } finally {
+    socket.destroy()
+  }
 }

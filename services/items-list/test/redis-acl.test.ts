@@ -1,8 +1,6 @@
-import { once } from 'node:events'
-import { connect } from 'node:net'
 import t, { type Test } from 'tap'
 import { createClient } from 'redis'
-import { startRedisWithServiceUsers, TEST_REDIS_ADMIN, TEST_REDIS_USERS } from '@repo/test-support'
+import { answerWithoutLogin, startRedisWithServiceUsers, TEST_REDIS_ADMIN, TEST_REDIS_USERS } from '@repo/test-support'
 import { buildService } from './helpers/service.ts'
 
 // Redis as compose and the Kubernetes base run it: the users of deploy/redis/users.acl.template.
@@ -15,18 +13,6 @@ async function clientAs(t: Test, user?: { username: string; password: string }) 
   await client.connect()
   t.teardown(() => client.destroy())
   return client
-}
-
-/** Redis's first answer line to `command` (inline form) on a fresh connection that has not logged in. */
-async function sendUnauthenticated(command: string): Promise<string> {
-  const socket = connect(redis.port, '127.0.0.1')
-  try {
-    socket.write(`${command}\r\n`)
-    const [answer] = (await once(socket, 'data')) as [Buffer]
-    return answer.toString().split('\r\n')[0]!
-  } finally {
-    socket.destroy()
-  }
 }
 
 const admin = await createClient({ socket: { host: '127.0.0.1', port: redis.port }, ...TEST_REDIS_ADMIN }).connect()
@@ -94,7 +80,7 @@ t.test('the aggregator’s user is refused (NOPERM) on the items list, its idemp
 })
 
 t.test('a client that has not logged in can run nothing, not even PING; the health checks log in as healthcheck, with any password, and may only PING', async (t) => {
-  for (const command of ['PING', 'GET items', 'FLUSHALL']) t.match(await sendUnauthenticated(command), /^-NOAUTH/, command)
+  for (const command of ['PING', 'GET items', 'FLUSHALL']) t.match(await answerWithoutLogin(redis.port, command), /^-NOAUTH/, command)
   await t.rejects(clientAs(t), /NOAUTH/, 'a client library that has not logged in is refused at its handshake')
   await t.rejects(clientAs(t, { username: 'default', password: 'anything' }), /WRONGPASS/, 'nobody can log in as the default user')
 
