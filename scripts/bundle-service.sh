@@ -1,10 +1,9 @@
 #!/usr/bin/env bash
 # Makes one service's production bundle in <outdir>: its compiled dist/, its package.json and its
 # production dependencies (workspace packages as their built dist/), runnable with
-# `node dist/server.js` on a plain Node 24. Each service's Dockerfile runs this in its build stage
-# and the service's test/production-bundle.test.ts runs it on a copy of the build context, so the
-# test checks exactly what the image holds. Meant for a clean tree (no dist/ left from an
-# earlier build), as the build context and the test's copy are.
+# `node dist/server.js` on a plain Node 24. Each service's Dockerfile runs this in its build stage;
+# `pnpm test:compose` checks what the image then holds. Meant for a clean tree (no dist/ left from
+# an earlier build), as the build context is.
 #
 #   usage: scripts/bundle-service.sh <service> <outdir>     e.g. items-list /bundle
 set -euo pipefail
@@ -26,8 +25,7 @@ fi
 # Node for developers. The bundle is built by the Node 24 that will run it, so that download is
 # skipped; nothing else is lost, as pnpm runs no other dependency's scripts.
 # --offline: everything comes from pnpm's store, which `pnpm fetch` filled from the lockfile (the
-# image's build stage and the bundle test run it first, with an empty store and cache, as a newcomer's
-# machine has). Nothing is resolved again, so the bundle holds exactly the lockfile's versions.
+# image's build stage runs it first, with an empty store and cache, as a newcomer's machine has). Nothing is resolved again, so the bundle holds exactly the lockfile's versions.
 pnpm install --frozen-lockfile --ignore-scripts --offline
 # The service and the workspace packages it depends on, dependencies first.
 pnpm --filter "$service..." run build
