@@ -96,6 +96,24 @@ t.test('a revoked token: the service renews once and the request succeeds', asyn
   t.match(logLines.join('\n'), 'installation token refused; renewing it once')
 })
 
+t.test('a 401 for a token already renewed keeps the renewed one: one renewal, every call succeeds', async (t) => {
+  const { app, upstream } = await appAggregator(t, { FORGE_CACHE_TTL_SECONDS: 0 })
+  t.equal((await app.inject({ url: usersUrl('mona') })).statusCode, 200)
+  const [old] = upstream.minted
+  upstream.revoke(old!)
+  // The profile call's 401 comes last, once the other calls' 401s have had a token renewed and
+  // a call carrying the new one has arrived.
+  const renewed = upstream.untilRequested((request) => upstream.minted.length === 2 && request.authorization === `Bearer ${upstream.minted[1]}`)
+  upstream.holdAnswers((request) => request.path === '/users/octo' && request.authorization === `Bearer ${old}`, renewed)
+  const res = await app.inject({ url: usersUrl('octo') })
+  t.equal(res.statusCode, 200)
+  t.equal(upstream.minted.length, 2, 'the late 401 for the old token renewed nothing')
+  const profileCalls = upstream.requests.filter((request) => request.path === '/users/octo').map((request) => request.authorization)
+  t.same(profileCalls, [`Bearer ${old}`, `Bearer ${upstream.minted[1]}`], 'refused with the old token, then made with the renewed one')
+  t.equal((await app.inject({ url: usersUrl('lisa') })).statusCode, 200)
+  t.equal(upstream.minted.length, 2, 'the renewed token is still the one held')
+})
+
 t.test('a second 401 is 500 Failed to fetch forge data, and says no secret though the upstream quoted the token', async (t) => {
   // No stale answer to fall back on: the failure itself is the answer.
   const { app, upstream, logLines } = await appAggregator(t, { FORGE_CACHE_TTL_SECONDS: 0, FORGE_STALE_SECONDS: 0 })
