@@ -2,11 +2,17 @@ import t from 'tap'
 import { fileURLToPath } from 'node:url'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { Agent, request } from 'undici'
-import { LISTENING, runServiceSource } from '@repo/test-support'
+import { eventually, LISTENING, runServiceSource, waitForStatus } from '@repo/test-support'
 
 const PACKAGE_ROOT = fileURLToPath(new URL('..', import.meta.url))
 const DELAY_SECONDS = 2
 const CLIENTS = 6
+/** How long runService lets the app close once the delay is over, before it exits 1. */
+const SHUTDOWN_DEADLINE_SECONDS = 8
+
+function startFixture(env: Record<string, string>) {
+  return runServiceSource(PACKAGE_ROOT, { HOST: '127.0.0.1', ...env }, 'test/fixtures/slow-service.ts')
+}
 
 interface Answer {
   sentAt: number
@@ -35,7 +41,7 @@ async function keepAliveClient(url: string, agent: Agent, answers: Answer[], unt
 t.test(
   'SIGTERM under keep-alive load: /ready 503 within 100 ms, answers with Connection: close for SHUTDOWN_DELAY_SECONDS, no request fails, exit 0',
   async (t) => {
-    const service = runServiceSource(PACKAGE_ROOT, { HOST: '127.0.0.1', SHUTDOWN_DELAY_SECONDS: String(DELAY_SECONDS) }, 'test/fixtures/slow-service.ts')
+    const service = startFixture({ SHUTDOWN_DELAY_SECONDS: String(DELAY_SECONDS) })
     t.teardown(() => service.child.kill('SIGKILL'))
     const [, port] = await service.waitFor(LISTENING)
     const base = `http://127.0.0.1:${port}`
@@ -61,13 +67,25 @@ t.test(
     t.ok(notReadyAt - signalledAt < 100, `/ready answered 503 ${Math.round(notReadyAt - signalledAt)} ms after SIGTERM`)
     t.same(probe?.body, { detail: 'Shutting down' })
 
-    // A slow request still in flight when the delay ends, and the port closes, gets its answer.
-    await sleep(DELAY_SECONDS * 1000 - (performance.now() - signalledAt) - 150)
-    const inFlight = request(`${base}/slow`, { dispatcher: agent }).then(async (response) => ({ status: response.statusCode, body: await response.body.json() }))
+    // A request that is still in flight when the delay ends and the app closes gets its answer:
+    // the fixture holds it until closing has begun and the port is closed.
+    const held = request(`${base}/held`, { dispatcher: agent }).then(async (response) => ({
+      status: response.statusCode,
+      connection: response.headers.connection,
+      body: await response.body.json(),
+    }))
+    await service.waitFor(/held request started/)
     // The clients stop before the port closes: after it, nothing accepts them, as nothing should.
+    const servedDuringDelay = () => answers.filter((answer) => answer.sentAt > notReadyAt).length >= CLIENTS * 5
+    t.ok(await eventually(async () => servedDuringDelay()), 'requests are served during the delay')
     stopLoad = true
     await Promise.all(load)
-    t.same(await inFlight, { status: 200, body: { greeting: 'hello' } }, 'the request in flight at the close got its answer')
+    t.same(await held, { status: 200, connection: 'close', body: { greeting: 'hello' } }, 'the request in flight at the close got its answer')
+    const output = service.output()
+    const started = output.indexOf('held request started')
+    const closing = output.indexOf('closing began')
+    t.ok(started < closing, 'the request started before closing began')
+    t.ok(output.indexOf('held request answered, port closed: true') > closing, 'and was answered after the port closed')
 
     const failures = answers.filter((answer) => answer.status !== 200)
     t.same(failures, [], 'no request failed')
@@ -82,7 +100,22 @@ t.test(
     t.equal(await service.exited, 0)
     const exitedAfter = performance.now() - signalledAt
     t.ok(exitedAfter >= DELAY_SECONDS * 1000, `it kept serving for the delay (exited after ${Math.round(exitedAfter)} ms)`)
-    t.ok(exitedAfter < (DELAY_SECONDS + 8) * 1000, 'within the delay plus the shutdown deadline')
+    t.ok(exitedAfter < (DELAY_SECONDS + SHUTDOWN_DEADLINE_SECONDS) * 1000, 'within the delay plus the shutdown deadline')
     t.match(service.output(), /"delaySeconds":2,"msg":"shutting down"[\s\S]*"msg":"drained: closing"[\s\S]*"msg":"dependencies closed"/)
   },
 )
+
+t.test('a drain longer than the shutdown deadline still exits 0: the deadline is counted from the end of SHUTDOWN_DELAY_SECONDS', async (t) => {
+  const delaySeconds = SHUTDOWN_DEADLINE_SECONDS + 1
+  const service = startFixture({ SHUTDOWN_DELAY_SECONDS: String(delaySeconds) })
+  t.teardown(() => service.child.kill('SIGKILL'))
+  const [, port] = await service.waitFor(LISTENING)
+  const signalledAt = performance.now()
+  service.child.kill('SIGTERM')
+  await waitForStatus(`http://127.0.0.1:${port}/ready`, 503)
+
+  t.equal(await service.exited, 0)
+  const exitedAfter = performance.now() - signalledAt
+  t.ok(exitedAfter >= delaySeconds * 1000, `it served for the whole delay (exited after ${Math.round(exitedAfter)} ms)`)
+  t.match(service.output(), /"msg":"drained: closing"[\s\S]*"msg":"dependencies closed"/)
+})

@@ -63,7 +63,28 @@ t.test('__proto__ and constructor keys are dropped, and the other fields read as
   const res = await app.inject(post('{"name":"p","__proto__":{"polluted":true},"constructor":{"prototype":{"polluted":true}}}'))
   t.equal(res.statusCode, 200)
   t.same(res.json(), { received: { name: 'p' } })
-  t.equal(({} as { polluted?: boolean }).polluted, undefined)
+})
+
+t.test('a body carrying __proto__ or constructor.prototype, at any depth, cannot give the objects a route builds from it a prototype', async (t) => {
+  const { app } = await buildService(t)
+  // What a route may do with a body: copy it with Object.assign, which assigns an own
+  // "__proto__" key through the setter, so that the copy would inherit what the caller chose.
+  app.post('/copy', async (request) => {
+    const body = request.body as { nested: object }
+    const copy = Object.assign({}, body) as { polluted?: unknown }
+    const nestedCopy = Object.assign({}, body.nested) as { polluted?: unknown }
+    return {
+      keys: Object.keys(body),
+      nestedKeys: Object.keys(body.nested),
+      copyInherits: copy.polluted ?? null,
+      nestedCopyInherits: nestedCopy.polluted ?? null,
+      plainPrototype: Object.getPrototypeOf(body) === Object.prototype && Object.getPrototypeOf(body.nested) === Object.prototype,
+    }
+  })
+  const hostile = '{"__proto__":{"polluted":"top"},"constructor":{"prototype":{"polluted":"ctor"}},"nested":{"__proto__":{"polluted":"deep"},"kept":1}}'
+  const res = await app.inject({ ...post(hostile), url: '/copy' })
+  t.equal(res.statusCode, 200, 'stripped, not refused')
+  t.same(res.json(), { keys: ['nested'], nestedKeys: ['kept'], copyInherits: null, nestedCopyInherits: null, plainPrototype: true })
 })
 
 t.test('malformed JSON is still answered 400 in the service shape', async (t) => {

@@ -4,10 +4,17 @@ import { buildService } from './helpers/service.ts'
 
 const SECRET_HEADERS = { authorization: 'Bearer s3cret-1', cookie: 's3cret-2', 'proxy-authorization': 's3cret-3' }
 
+/** The service's logger, every line it writes parsed into `lines`. */
+function recordedLogger(level = 'info') {
+  const lines: Record<string, unknown>[] = []
+  const logger = createLogger(level, { write: (line: string) => lines.push(JSON.parse(line) as Record<string, unknown>) })
+  return { logger, lines }
+}
+
 t.test('credentials in a request never reach a log line, even at trace level', async (t) => {
   const { app, lines } = await buildService(t, { level: 'trace' })
   app.get('/echo', async (request) => {
-    request.log.info({ headers: request.headers, req: { headers: request.headers } }, 'headers seen')
+    request.log.info({ headers: request.headers }, 'headers seen')
     request.log.info({ password: 's3cret-4', token: 's3cret-5' }, 'credentials seen')
     return { ok: true }
   })
@@ -16,6 +23,38 @@ t.test('credentials in a request never reach a log line, even at trace level', a
   const seen = lines.find((line) => line.msg === 'headers seen') as { headers: Record<string, string> }
   t.equal(seen.headers.authorization, '[Redacted]')
   t.notMatch(JSON.stringify(lines), 's3cret')
+})
+
+// Inside a request Fastify's own serializers turn `req` and `res` into a few fields without
+// headers before redaction runs; these lines go through the logger alone, as a line written
+// outside a request, or by a serializer that keeps headers, would.
+t.test('the logger redacts every place a credential is written: request and response headers, bare headers, password and token fields', async (t) => {
+  const { logger, lines } = recordedLogger()
+  // Where a credential sits, and a line that puts one there.
+  const places: Array<[path: string[], fields: Record<string, unknown>]> = [
+    [['req', 'headers', 'authorization'], { req: { headers: { authorization: 'Bearer s3cret-a', accept: 'kept' } } }],
+    [['req', 'headers', 'proxy-authorization'], { req: { headers: { 'proxy-authorization': 'Basic s3cret-b' } } }],
+    [['req', 'headers', 'cookie'], { req: { headers: { cookie: 'session=s3cret-c' } } }],
+    [['res', 'headers', 'set-cookie'], { res: { headers: { 'set-cookie': ['session=s3cret-d'] } } }],
+    [['headers', 'authorization'], { headers: { authorization: 'Bearer s3cret-e' } }],
+    [['headers', 'proxy-authorization'], { headers: { 'proxy-authorization': 'Basic s3cret-f' } }],
+    [['headers', 'cookie'], { headers: { cookie: 'session=s3cret-g' } }],
+    [['password'], { password: 's3cret-h' }],
+    [['token'], { token: 's3cret-i' }],
+  ]
+  for (const [path, fields] of places) logger.info(fields, path.join('.'))
+  for (const [path] of places) {
+    const line = lines.find((entry) => entry.msg === path.join('.'))
+    const value = path.reduce<unknown>((at, key) => (at as Record<string, unknown> | undefined)?.[key], line)
+    t.equal(value, '[Redacted]', path.join('.'))
+  }
+  t.notMatch(JSON.stringify(lines), 's3cret')
+  t.equal((lines[0] as { req: { headers: { accept: string } } }).req.headers.accept, 'kept', 'other headers are written as given')
+
+  // A request's logger is a child of this one: it redacts the same places.
+  const child = logger.child({ reqId: 'r-1' })
+  child.info({ req: { headers: SECRET_HEADERS }, res: { headers: { 'set-cookie': 's3cret-j' } } }, 'from a child')
+  t.notMatch(JSON.stringify(lines.at(-1)), 's3cret')
 })
 
 t.test('an error is logged under err with its type, message and causes, never its stack', async (t) => {
@@ -32,8 +71,7 @@ t.test('an error is logged under err with its type, message and causes, never it
 })
 
 t.test('a value logged under err that is not an Error (null, a string) is written as given', async (t) => {
-  const lines: Record<string, unknown>[] = []
-  const logger = createLogger('info', { write: (line: string) => lines.push(JSON.parse(line) as Record<string, unknown>) })
+  const { logger, lines } = recordedLogger()
   logger.warn({ err: null }, 'rejected with null')
   logger.warn({ err: 'gone' }, 'rejected with a string')
   t.match(lines, [

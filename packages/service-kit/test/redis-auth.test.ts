@@ -1,5 +1,5 @@
 import t, { type Test } from 'tap'
-import { writeFile } from 'node:fs/promises'
+import { copyFile } from 'node:fs/promises'
 import { createClient } from 'redis'
 import { ConfigError } from '@repo/config'
 import { createTestCertificates, eventually, startPrivateRedis } from '@repo/test-support'
@@ -97,9 +97,25 @@ t.test('a username or password written in the URL wins over REDIS_USERNAME and R
   t.ok(await eventually(async () => connection.isAvailable), 'logged in with the URL’s credentials')
 })
 
-t.test('a CA file is read once, when the options are made', async (t) => {
-  const dir = t.testdir()
-  await writeFile(`${dir}/ca.pem`, 'PEM')
-  const options = clientOptions({ url: 'rediss://localhost:6380', caFile: `${dir}/ca.pem` })
-  t.match(options.socket, { tls: true, ca: 'PEM' })
+t.test('a CA file is read once, at start: a reconnection and a second connection trust the CA read then, whatever the file holds later', async (t) => {
+  const [signer, stranger] = await Promise.all([createTestCertificates(), createTestCertificates()])
+  t.teardown(() => Promise.all([signer.dispose(), stranger.dispose()]))
+  const redis = await startPrivateRedis({ durable: false, tls: signer })
+  t.teardown(() => redis.dispose())
+  const caFile = `${t.testdir()}/ca.pem`
+  await copyFile(signer.caFile, caFile)
+  const { connection, lines } = open(t, { url: `rediss://localhost:${redis.port}`, caFile })
+  const readyLines = () => lines.filter((line) => line.msg === 'Redis connection ready').length
+  t.ok(await eventually(async () => connection.isAvailable), 'connected, trusting the CA in the file')
+
+  // The file now holds a CA that never signed this server: a connection that read it would be refused.
+  await copyFile(stranger.caFile, caFile)
+  await redis.stop()
+  await redis.start()
+  t.ok(await eventually(async () => readyLines() === 2, 200), 'reconnected after the restart')
+  t.equal(await connection.run('ping', (client) => client.ping()), 'PONG')
+  const subscriber = connection.duplicate()
+  // Refused, it would retry for ever: wait for it within a bound instead.
+  subscriber.connect().catch(() => {})
+  t.ok(await eventually(async () => subscriber.isReady), 'a second connection made now trusts the same CA')
 })

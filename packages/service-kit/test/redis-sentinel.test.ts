@@ -16,7 +16,7 @@ const REPEAT = defineScript({
 })
 
 t.test('through sentinels: commands, scripts and a subscriber reach the primary they name, as the user given, in the database given', async (t) => {
-  const group = await startPrivateSentinelGroup({ replicas: 0, sentinels: 1 })
+  const group = await startPrivateSentinelGroup({ replicas: 0, sentinels: 1, name: 'items-primary' })
   t.teardown(() => group.dispose())
   const admin = createClient({ socket: { host: '127.0.0.1', port: group.primary.port } })
   await admin.connect()
@@ -54,11 +54,11 @@ t.test('through sentinels: commands, scripts and a subscriber reach the primary 
 t.test('no sentinel answering at start: the outage is logged once, and the primary is found once a sentinel answers, however late', async (t) => {
   const primary = await startPrivateRedis({ durable: false })
   t.teardown(() => primary.dispose())
-  const sentinel = await createPrivateSentinel({ primaryPort: primary.port, quorum: 1 })
+  const sentinel = await createPrivateSentinel({ primaryPort: primary.port, quorum: 1, name: 'cache-primary' })
   t.teardown(() => sentinel.dispose())
   const lines: Record<string, unknown>[] = []
   const connection = createRedisConnection({
-    target: { sentinels: [{ host: '127.0.0.1', port: sentinel.port }], name: 'mymaster' },
+    target: { sentinels: [{ host: '127.0.0.1', port: sentinel.port }], name: 'cache-primary' },
     logger: createLogger('info', { write: (line: string) => lines.push(JSON.parse(line) as Record<string, unknown>) }),
     purpose: 'test store',
   })

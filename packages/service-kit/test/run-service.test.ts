@@ -155,3 +155,25 @@ t.test("OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES name the spans instead of
   t.equal(await service.exited, 0)
   t.same(new Set(receiver.spans().map((span) => span.serviceName)), new Set(['slow-eu']))
 })
+
+t.test('with tracing on, the lines of the logger runService makes carry the trace_id and span_id of the request they are written in', async (t) => {
+  const receiver = await startOtlpReceiver()
+  const service = startFixture({ OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json' })
+  t.teardown(async () => {
+    service.child.kill('SIGKILL')
+    await receiver.close()
+  })
+  const port = await portOf(service)
+  const traceId = '0af7651916cd43dd8448eb211c80319c'
+  const response = await request(`http://127.0.0.1:${port}/fast`, { headers: { traceparent: `00-${traceId}-b7ad6b7169203331-01` } })
+  t.equal(response.statusCode, 200)
+  await response.body.dump()
+  service.child.kill('SIGTERM')
+  t.equal(await service.exited, 0)
+
+  const lines = service.output().split('\n').filter((line) => line.startsWith('{')).map((line) => JSON.parse(line) as Record<string, unknown>)
+  const accessLine = lines.find((line) => line.msg === 'request completed' && line.url === '/fast')
+  t.equal(accessLine?.trace_id, traceId, "the access line carries the caller's trace")
+  const spansOfTheTrace = new Set(receiver.spans().filter((span) => span.traceId === traceId).map((span) => span.spanId))
+  t.ok(spansOfTheTrace.has(String(accessLine?.span_id)), 'and the span it was written in, one that was exported')
+})

@@ -93,10 +93,17 @@ export async function startPrivateRedis(options: PrivateRedisOptions = {}): Prom
   return redis
 }
 
+/**
+ * The name a private sentinel monitors its primary under unless told otherwise: not `mymaster`,
+ * the services' default `REDIS_SENTINEL_NAME`, so that a service ignoring that variable cannot
+ * find the primary by luck.
+ */
+const PRIVATE_SENTINEL_NAME = 'test-primary'
+
 export interface PrivateSentinelOptions {
   /** The port of the primary to monitor, on 127.0.0.1. */
   primaryPort: number
-  /** The name it is monitored under (`REDIS_SENTINEL_NAME`). */
+  /** The name it is monitored under (`REDIS_SENTINEL_NAME`); `PRIVATE_SENTINEL_NAME` by default. */
   name?: string
   /** Sentinels that must agree the primary is down before a failover. */
   quorum?: number
@@ -111,7 +118,7 @@ export interface PrivateSentinelOptions {
  * they agree.
  */
 export async function createPrivateSentinel(options: PrivateSentinelOptions): Promise<PrivateRedis> {
-  const { primaryPort, name = 'mymaster', quorum = 2, downAfterMs = 1_000, failoverTimeoutMs = 3_000 } = options
+  const { primaryPort, name = PRIVATE_SENTINEL_NAME, quorum = 2, downAfterMs = 1_000, failoverTimeoutMs = 3_000 } = options
   const config = [
     `sentinel monitor ${name} 127.0.0.1 ${primaryPort} ${quorum}`,
     `sentinel down-after-milliseconds ${name} ${downAfterMs}`,
@@ -152,7 +159,7 @@ export interface PrivateSentinelGroup {
 export async function startPrivateSentinelGroup(
   options: { replicas?: number; sentinels?: number } & Omit<PrivateSentinelOptions, 'primaryPort' | 'quorum'> = {},
 ): Promise<PrivateSentinelGroup> {
-  const { replicas: replicaCount = 2, sentinels: sentinelCount = 3, name = 'mymaster', ...timings } = options
+  const { replicas: replicaCount = 2, sentinels: sentinelCount = 3, name = PRIVATE_SENTINEL_NAME, ...timings } = options
   const primary = await startPrivateRedis()
   const replicas = await Promise.all(
     Array.from({ length: replicaCount }, () => startPrivateRedis({ args: ['--replicaof', '127.0.0.1', String(primary.port)] })),

@@ -117,6 +117,8 @@ const MAX_BODY_BYTES = 32 * 1024 * 1024
 const DEFAULT_RATE_LIMIT_WAIT_SECONDS = 60
 /** How long a replica-shared held body outlives its last use: a day of revalidations. */
 const SHARED_HELD_TTL_MS = 24 * 60 * 60 * 1000
+/** How much of an upstream's error message a failure repeats. */
+const MAX_UPSTREAM_MESSAGE_LENGTH = 200
 
 /**
  * A `ForgeClient` on one keep-alive undici dispatcher composed of undici's own interceptors.
@@ -262,7 +264,9 @@ export function createForgeClient(options: ForgeClientOptions): ForgeClient {
   }
 
   function statusFailure(statusCode: number, responseHeaders: Dispatcher.ResponseData['headers'], text: string) {
-    const reason = safe(upstreamMessage(text) ?? `status ${statusCode}`)
+    const said = upstreamMessage(text)
+    // Redacted before it is shortened: a credential the cut went through would no longer match.
+    const reason = said === undefined ? `status ${statusCode}` : safe(said).slice(0, MAX_UPSTREAM_MESSAGE_LENGTH)
     const message = `Upstream responded ${statusCode}: ${reason}`
     if (statusCode === 404) return new UpstreamNotFound(message, statusCode)
     if (statusCode === 403 || statusCode === 429) {
@@ -304,11 +308,11 @@ function checked<Schema extends TSchema>(check: TypeCheck<Schema>, text: string)
   throw new UpstreamFailure(`Upstream sent an unexpected body (${path || '/'}: ${message})`)
 }
 
-/** The `message` of an upstream error body (`{"message": …}`), shortened; undefined if none. */
+/** The `message` of an upstream error body (`{"message": …}`); undefined if none. */
 function upstreamMessage(text: string): string | undefined {
   try {
     const { message } = JSON.parse(text) as { message?: unknown }
-    return typeof message === 'string' ? message.slice(0, 200) : undefined
+    return typeof message === 'string' ? message : undefined
   } catch {
     return undefined
   }

@@ -8,15 +8,18 @@ import { buildAggregator } from './helpers/build.ts'
 import { startLocalUpstream } from './helpers/local-upstream.ts'
 
 /**
- * DESIGN §11's bar for the data tier: flooding the aggregator with cold requests never evicts an
- * idempotency record. The two Redis servers run with the flags docker-compose.yml gives them
- * (read from the file, not copied) and the real ACL users; only the cache's maxmemory is made
- * smaller, so that a few dozen requests fill it.
+ * The data tier's bar: a flood never evicts an idempotency record. The two Redis servers run
+ * with the flags docker-compose.yml gives them (read from the file, not copied) and the real ACL
+ * users; only their maxmemory is made smaller, so that a few hundred requests fill each: cold
+ * requests to the aggregator fill the cache, appends to items-list fill the durable Redis.
  */
 const REPO_ROOT = fileURLToPath(new URL('../../../', import.meta.url))
 const CACHE_MAX_MEMORY = 8 * 2 ** 20
+/** About half a megabyte above what an empty Redis with the ACL users takes. */
+const DURABLE_MAX_MEMORY = 1.5 * 2 ** 20
+const durableFlags = await composeRedisFlags('redis')
 
-const durable = await startRedisWithServiceUsers({ args: await composeRedisFlags('redis') })
+const durable = await startRedisWithServiceUsers({ args: [...durableFlags, '--maxmemory', String(DURABLE_MAX_MEMORY)] })
 const cache = await startRedisWithServiceUsers({ durable: false, args: [...(await composeRedisFlags('redis-cache')), '--maxmemory', String(CACHE_MAX_MEMORY)] })
 t.teardown(async () => {
   await durable.dispose()
@@ -29,15 +32,18 @@ t.teardown(() => {
   cacheAdmin.destroy()
 })
 
-/** A field of Redis's INFO, as a number (0 when absent). */
+/** A field of Redis's INFO, as a number (0 when absent); an error count (`errorstat_OOM:count=3`) too. */
 async function info(client: typeof cacheAdmin, section: string, field: string): Promise<number> {
-  return Number(new RegExp(`^${field}:(\\d+)`, 'm').exec(await client.info(section))?.[1] ?? 0)
+  return Number(new RegExp(`^${field}:(?:count=)?(\\d+)`, 'm').exec(await client.info(section))?.[1] ?? 0)
 }
+
+/** A name as long as items-list takes, so that each append adds about a kilobyte to the durable Redis. */
+const floodName = (index: number) => `flood-${index}-`.padEnd(1024, 'x')
 
 /** A repository whose upstream body is about 200 KB: the aggregator holds each body for revalidation. */
 const LARGE_DESCRIPTION = 'x'.repeat(200 * 1024)
 
-t.test('cold users flooding the aggregator past its cache’s maxmemory: the cache evicts, every idempotency record and name survives, a retried append is replayed', async (t) => {
+t.test('both Redis servers flooded past their maxmemory: the cache evicts; the durable one refuses appends (503) and evicts nothing, so every name answered 201 and its idempotency record survive and a retry stores nothing twice', async (t) => {
   // items-list as a process of its own (a sibling service: its code is not this package's), as its ACL user.
   const itemsList = runProcess('node', ['--conditions=@repo/source', 'src/server.ts'], {
     cwd: `${REPO_ROOT}services/items-list`,
@@ -62,6 +68,23 @@ t.test('cold users flooding the aggregator past its cache’s maxmemory: the cac
     fetch(`http://127.0.0.1:${port}/items`, { method: 'POST', headers: { 'content-type': 'application/json', 'idempotency-key': key }, body: JSON.stringify({ name }) })
   const names = Array.from({ length: 20 }, (_, index) => `item-${index}`)
   for (const [index, name] of names.entries()) t.equal((await append(name, `key-${index}`)).status, 201)
+
+  // Appends until the durable Redis is full, ten at a time; bounded at twice its maxmemory in
+  // names, which a Redis that evicts would take without refusing one.
+  const acknowledged = new Map(names.map((name, index) => [name, `key-${index}`]))
+  const refusedKeys: string[] = []
+  const statusesOfAppends = new Set<number>()
+  for (let batch = 0; refusedKeys.length === 0 && batch < (2 * DURABLE_MAX_MEMORY) / 1024; batch += 10) {
+    const attempts = Array.from({ length: 10 }, (_, offset) => ({ name: floodName(batch + offset), key: `flood-${batch + offset}` }))
+    const answers = await Promise.all(attempts.map(({ name, key }) => append(name, key)))
+    for (const [index, answer] of answers.entries()) {
+      statusesOfAppends.add(answer.status)
+      if (answer.status === 201) acknowledged.set(attempts[index]!.name, attempts[index]!.key)
+      else refusedKeys.push(attempts[index]!.key)
+    }
+  }
+  t.same([...statusesOfAppends].toSorted(), [201, 503], 'appends answered 201 until the durable Redis was full, then 503')
+  t.ok((await info(durableAdmin, 'errorstats', 'errorstat_OOM')) > 0, 'it refused writes for want of memory')
 
   const upstream = await startLocalUpstream(t, (request, response) => {
     const name = /^\/repos\/octocat\/([^/?]+)$/.exec(request.url ?? '')?.[1] ?? 'unknown'
@@ -89,10 +112,22 @@ t.test('cold users flooding the aggregator past its cache’s maxmemory: the cac
   t.ok((await info(cacheAdmin, 'memory', 'used_memory')) <= CACHE_MAX_MEMORY * 1.1, 'within its maxmemory')
 
   t.equal(await info(durableAdmin, 'stats', 'evicted_keys'), 0, 'the durable Redis evicted nothing')
-  t.equal((await durableAdmin.keys('items:idempotency:*')).length, names.length, 'every idempotency record survives')
-  t.same(await durableAdmin.lRange('items', 0, -1), names, 'every name survives')
+  const records = await durableAdmin.keys('items:idempotency:*')
+  t.same(records.toSorted(), [...acknowledged.values()].map((key) => `items:idempotency:${key}`).toSorted(), 'every idempotency record survives, and only those')
+  const stored = await durableAdmin.lRange('items', 0, -1)
+  t.same(stored.toSorted(), [...acknowledged.keys()].toSorted(), 'every name answered 201 is stored once, and no refused one')
+
+  // Given its memory back (compose's maxmemory), it takes the retries: each stores its name once.
+  const composeMaxMemory = durableFlags[durableFlags.indexOf('--maxmemory') + 1]!
+  await durableAdmin.configSet('maxmemory', composeMaxMemory)
   const retried = await append('item-3', 'key-3')
   t.equal(retried.status, 201)
   t.equal(retried.headers.get('idempotent-replayed'), 'true', 'a retried append is replayed')
-  t.same(await durableAdmin.lRange('items', 0, -1), names, 'not stored again')
+  const [refusedKey] = refusedKeys
+  if (refusedKey === undefined) return
+  const refusedIndex = Number(refusedKey.slice('flood-'.length))
+  const retriedRefusal = await append(floodName(refusedIndex), refusedKey)
+  t.equal(retriedRefusal.status, 201)
+  t.equal(retriedRefusal.headers.get('idempotent-replayed'), null, 'a refused append retried is appended')
+  t.same((await durableAdmin.lRange('items', 0, -1)).toSorted(), [...acknowledged.keys(), floodName(refusedIndex)].toSorted(), 'nothing stored twice')
 })

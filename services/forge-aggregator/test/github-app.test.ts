@@ -15,6 +15,14 @@ async function appAggregator(t: Test, env: TestEnv = {}, clock: TestClock = test
   return { upstream, ...aggregator }
 }
 
+/**
+ * Each credential the upstream saw, and the parts of each JWT (its claims and signature are
+ * its own; a JWT shortened by a message's length limit still shows them).
+ */
+function secretsOf(upstream: AppUpstream): string[] {
+  return [...upstream.minted, ...upstream.jwts, ...upstream.jwts.flatMap((jwt) => jwt.split('.').slice(1))]
+}
+
 const bearers = (upstream: AppUpstream) => upstream.requests.filter((request) => !request.path.startsWith('/app/')).map((request) => request.authorization)
 
 t.test('the start-up line names the App and its installation, never its private key', async (t) => {
@@ -88,16 +96,58 @@ t.test('a revoked token: the service renews once and the request succeeds', asyn
   t.match(logLines.join('\n'), 'installation token refused; renewing it once')
 })
 
-t.test('a second 401 is 500 Failed to fetch forge data, and says no secret', async (t) => {
+t.test('a 401 for a token already renewed keeps the renewed one: one renewal, every call succeeds', async (t) => {
+  const { app, upstream } = await appAggregator(t, { FORGE_CACHE_TTL_SECONDS: 0 })
+  t.equal((await app.inject({ url: usersUrl('mona') })).statusCode, 200)
+  const [old] = upstream.minted
+  upstream.revoke(old!)
+  // The profile call's 401 comes last, once the other calls' 401s have had a token renewed and
+  // a call carrying the new one has arrived.
+  const renewed = upstream.untilRequested((request) => upstream.minted.length === 2 && request.authorization === `Bearer ${upstream.minted[1]}`)
+  upstream.holdAnswers((request) => request.path === '/users/octo' && request.authorization === `Bearer ${old}`, renewed)
+  const res = await app.inject({ url: usersUrl('octo') })
+  t.equal(res.statusCode, 200)
+  t.equal(upstream.minted.length, 2, 'the late 401 for the old token renewed nothing')
+  const profileCalls = upstream.requests.filter((request) => request.path === '/users/octo').map((request) => request.authorization)
+  t.same(profileCalls, [`Bearer ${old}`, `Bearer ${upstream.minted[1]}`], 'refused with the old token, then made with the renewed one')
+  t.equal((await app.inject({ url: usersUrl('lisa') })).statusCode, 200)
+  t.equal(upstream.minted.length, 2, 'the renewed token is still the one held')
+})
+
+t.test('a second 401 is 500 Failed to fetch forge data, and says no secret though the upstream quoted the token', async (t) => {
   // No stale answer to fall back on: the failure itself is the answer.
   const { app, upstream, logLines } = await appAggregator(t, { FORGE_CACHE_TTL_SECONDS: 0, FORGE_STALE_SECONDS: 0 })
   await app.inject({ url: usersUrl('mona') })
   upstream.refuseTokens = true
   const res = await app.inject({ url: usersUrl('mona') })
   t.equal(res.statusCode, 500)
-  t.match(res.json(), { error: 'Failed to fetch forge data', details: /^Upstream responded 401/ })
+  t.match(res.json(), { error: 'Failed to fetch forge data', details: /^Upstream responded 401: Bad credentials: Bearer \[redacted\]$/ })
   t.equal(upstream.minted.length, 2, 'renewed once, not in a loop')
-  for (const secret of [...upstream.minted, ...upstream.jwts]) {
+  for (const secret of secretsOf(upstream)) {
+    t.notMatch(res.body, secret)
+    t.notMatch(logLines.join(''), secret)
+  }
+})
+
+t.test('a failure answered for a call made with the token before a renewal names neither token nor the JWT', async (t) => {
+  const { app, upstream, logLines, advanceClock } = await appAggregator(t, { FORGE_CACHE_TTL_SECONDS: 0, FORGE_STALE_SECONDS: 0 })
+  t.equal((await app.inject({ url: usersUrl('mona') })).statusCode, 200)
+  const release = Promise.withResolvers<void>()
+  upstream.holdAnswers((request) => request.path.includes('lisa'), release.promise)
+  const late = app.inject({ url: usersUrl('lisa') })
+  await upstream.untilRequested((request) => request.path === '/users/lisa')
+
+  // Meanwhile another request renews the token: lisa's calls carry the one before.
+  advanceClock(TOKEN_LIFETIME_MS - 4 * MINUTE_MS)
+  t.equal((await app.inject({ url: usersUrl('octo') })).statusCode, 200)
+  t.equal(upstream.minted.length, 2)
+  upstream.failWith = 500
+  release.resolve()
+
+  const res = await late
+  t.equal(res.statusCode, 500)
+  t.match(res.json(), { details: /^Upstream responded 500: Upstream trouble with Bearer \[redacted\] \(App JWT \[redacted\]\)$/ })
+  for (const secret of secretsOf(upstream)) {
     t.notMatch(res.body, secret)
     t.notMatch(logLines.join(''), secret)
   }
@@ -112,7 +162,8 @@ t.test('a JWT the upstream refuses (wrong key) is a 500 that names no secret', a
   t.equal(res.statusCode, 500)
   t.match(res.json(), { error: 'Failed to fetch forge data', details: 'GitHub App installation token request answered 401' })
   t.same(upstream.calls(), [], 'no installation call without a token')
-  for (const jwt of upstream.jwts) t.notMatch(res.body + logLines.join(''), jwt)
+  t.ok(upstream.jwts.length > 0)
+  for (const secret of secretsOf(upstream)) t.notMatch(res.body + logLines.join(''), secret)
 })
 
 t.test('a token answer that is not JSON, or has no token, is a 500 that names no secret', async (t) => {

@@ -1,5 +1,5 @@
 import t from 'tap'
-import { buildAggregator } from './helpers/build.ts'
+import { buildAggregator, type LogLine } from './helpers/build.ts'
 import { recordUnexpectedCalls } from './helpers/upstream.ts'
 
 t.test('/health and /ready answer 200 and never call the upstream', async (t) => {
@@ -25,6 +25,22 @@ t.test('/ready answers 503 {"error":"Shutting down"} once the process drains, wh
   t.equal(health.headers.connection, 'close')
   const document = (await app.inject({ method: 'GET', url: '/docs/json' })).json<{ paths: Record<string, { get: { responses: Record<string, unknown> } }> }>()
   t.same(Object.keys(document.paths['/ready']?.get.responses ?? {}).sort(), ['200', '503'], 'the OpenAPI document says so')
+})
+
+t.test('/health and /ready are not access-logged, even at trace level: probes every few seconds would bury the other lines', async (t) => {
+  const { app, logs } = await buildAggregator(t)
+  for (const url of ['/health', '/ready', '/health']) t.equal((await app.inject({ method: 'GET', url })).statusCode, 200, url)
+  await app.inject({ method: 'GET', url: '/api/forge/nothing' })
+  // The access line names the URL itself; the debug line before it, under `req`.
+  const urlOf = (line: LogLine) => line.url ?? (line.req as { url?: unknown } | undefined)?.url
+  t.same(
+    logs().filter((line) => urlOf(line) !== undefined).map((line) => [line.msg, urlOf(line)]),
+    [
+      ['incoming request', '/api/forge/nothing'],
+      ['request completed', '/api/forge/nothing'],
+    ],
+    'only the other request has its lines',
+  )
 })
 
 t.test('an unknown route answers 404 {"error":"Not Found"}', async (t) => {

@@ -1,6 +1,6 @@
 import t, { type Test } from 'tap'
 import { createClient } from 'redis'
-import { answerWithoutLogin, startRedisWithServiceUsers, TEST_REDIS_ADMIN, TEST_REDIS_USERS } from '@repo/test-support'
+import { answerWithoutLogin, startPrivateRedis, startRedisWithServiceUsers, TEST_REDIS_ADMIN, TEST_REDIS_USERS } from '@repo/test-support'
 import { buildService } from './helpers/service.ts'
 
 // Redis as compose and the Kubernetes base run it: the users of deploy/redis/users.acl.template.
@@ -45,6 +45,28 @@ t.test('items-list works under its own ACL user: append (once, with Idempotency-
   t.equal((await app.inject({ method: 'GET', url: '/ready' })).statusCode, 200)
   t.ok((await admin.keys('rate-limit:items-list:*')).length > 0, 'requests counted in Redis')
   t.same(await denials(), [], 'no command, key or channel refused')
+})
+
+t.test('with ITEMS_MIN_REPLICAS_ACK, items-list waits for replicas under its own ACL user: appends are answered 201 once a replica holds them, and Redis denies it nothing', async (t) => {
+  // The replica logs in as the tests' admin: replication is no service's business.
+  const replica = await startPrivateRedis({
+    durable: false,
+    args: ['--replicaof', '127.0.0.1', String(redis.port), '--masteruser', TEST_REDIS_ADMIN.username, '--masterauth', TEST_REDIS_ADMIN.password],
+  })
+  t.teardown(() => replica.dispose())
+  await admin.set('replica-streaming', '1')
+  t.equal(await admin.wait(1, 15_000), 1, 'the primary streams to its replica')
+  const onReplica = createClient({ socket: { host: '127.0.0.1', port: replica.port } })
+  await onReplica.connect()
+  t.teardown(() => onReplica.destroy())
+
+  const { app } = await buildService(t, { redis, env: { ...asItemsList, ITEMS_MIN_REPLICAS_ACK: '1' } })
+  await admin.del('items')
+  const keyed = await app.inject({ method: 'POST', url: '/items', headers: { 'idempotency-key': 'acl-wait-1' }, payload: { name: 'plum' } })
+  t.equal(keyed.statusCode, 201)
+  t.equal((await app.inject({ method: 'POST', url: '/items', payload: { name: 'quince' } })).statusCode, 201)
+  t.same(await onReplica.lRange('items', 0, -1), ['plum', 'quince'], 'on the replica when answered')
+  t.same(await denials(), [], 'no command refused, WAIT included')
 })
 
 t.test('items-list’s user is refused (NOPERM) on the aggregator’s keys and channels, and on any other key', async (t) => {
@@ -108,7 +130,7 @@ t.test('the ACL file gives items-list exactly its list, its idempotency records 
   t.equal(user.passwords.length, 1, 'one password, stored hashed')
   t.equal(keys, '~items ~items:idempotency:* ~rate-limit:items-list:*')
   t.equal(channels, '', 'no pub/sub channel')
-  t.same(commands, ['-@all', '+ping', '+select', '+rpush', '+lrange', '+lrem', '+get', '+set', '+evalsha', '+eval', '+incr', '+pexpire', '+pttl'].toSorted())
+  t.same(commands, ['-@all', '+ping', '+select', '+rpush', '+lrange', '+lrem', '+get', '+set', '+evalsha', '+eval', '+incr', '+pexpire', '+pttl', '+wait'].toSorted())
   t.same(dangerousAllowed, [], 'no @dangerous command')
 })
 

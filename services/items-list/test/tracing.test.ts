@@ -44,7 +44,7 @@ t.test('a POST is one trace whose server span parents its Lua append in Redis', 
   t.equal(handler?.parentSpanContext?.spanId, servers[0]!.spanContext().spanId, "under the request's handler")
 })
 
-t.test('with OTEL_EXPORTER_OTLP_ENDPOINT the service sends its spans over OTLP/HTTP, named items-list, the Redis append included', async (t) => {
+t.test('with OTEL_EXPORTER_OTLP_ENDPOINT the service sends its spans over OTLP/HTTP, named items-list, the Redis append included, and its log lines carry the trace_id', async (t) => {
   const redis = await startPrivateRedis()
   const receiver = await startOtlpReceiver()
   const server = runServiceSource(SERVICE_ROOT, {
@@ -80,4 +80,12 @@ t.test('with OTEL_EXPORTER_OTLP_ENDPOINT the service sends its spans over OTLP/H
 
   server.child.kill('SIGTERM')
   t.equal(await server.exited, 0)
+  // The process's own logger, made by runService once tracing has started.
+  const accessLine = server
+    .output()
+    .split('\n')
+    .filter((line) => line.startsWith('{'))
+    .map((line) => JSON.parse(line) as Record<string, unknown>)
+    .find((line) => line.msg === 'request completed' && line.url === '/items/')
+  t.equal(accessLine?.trace_id, CALLER_TRACE_ID, "its access line carries the caller's trace_id")
 })

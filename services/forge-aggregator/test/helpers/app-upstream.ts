@@ -45,6 +45,10 @@ export interface AppUpstream {
   delayMs: number
   /** When set, every installation call with a live token is answered this status (the upstream in trouble). */
   failWith: number | undefined
+  /** Requests that `matches` are answered only once `until` settles (then as they would have been). */
+  holdAnswers(matches: (request: SeenRequest) => boolean, until: Promise<unknown>): void
+  /** Resolves once a request that `matches` has arrived (one already received included). */
+  untilRequested(matches: (request: SeenRequest) => boolean): Promise<void>
 }
 
 function json(response: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
@@ -56,11 +60,16 @@ function json(response: ServerResponse, status: number, body: unknown, headers: 
  * the App's key (generated here) whose `iss`, `iat` and `exp` GitHub would accept on `clock`;
  * installation tokens live an hour and are refused (401) once expired or revoked; every other
  * endpoint answers only to a live installation token, with rate-limit headers and ETags (304 on a match).
+ * Its failures quote the credentials, as a gateway that echoes the request does: a refused JWT or
+ * token is in its 401's message, and a failing installation call's message holds the token it
+ * carried and the last JWT the App sent, so that a service that repeats them unredacted shows it.
  */
 export async function startAppUpstream(t: Test, clock: TestClock): Promise<AppUpstream> {
   const { privateKey, publicKey } = generateKeyPairSync('rsa', { modulusLength: 2048 })
   const privateKeyPem = privateKey.export({ type: 'pkcs8', format: 'pem' }) as string
   const live = new Map<string, number>()
+  const holds: Array<{ matches: (request: SeenRequest) => boolean; until: Promise<unknown> }> = []
+  const arrivals = new Set<(request: SeenRequest) => void>()
   const upstream: Omit<AppUpstream, 'url' | 'env'> = {
     privateKeyPem,
     requests: [],
@@ -74,6 +83,17 @@ export async function startAppUpstream(t: Test, clock: TestClock): Promise<AppUp
     rateLimit: { 'x-ratelimit-limit': '5000', 'x-ratelimit-remaining': '4999', 'x-ratelimit-reset': String(Math.floor(clock.now() / 1000) + 3600) },
     delayMs: 0,
     failWith: undefined,
+    holdAnswers: (matches, until) => void holds.push({ matches, until }),
+    untilRequested: (matches) =>
+      new Promise<void>((resolve) => {
+        if (upstream.requests.some(matches)) return resolve()
+        const check = (request: SeenRequest) => {
+          if (!matches(request)) return
+          arrivals.delete(check)
+          resolve()
+        }
+        arrivals.add(check)
+      }),
   }
 
   function isValidJwt(authorization: string): boolean {
@@ -90,7 +110,7 @@ export async function startAppUpstream(t: Test, clock: TestClock): Promise<AppUp
   }
 
   function answerApp(request: IncomingMessage, response: ServerResponse, path: string, authorization: string): void {
-    if (!isValidJwt(authorization)) return json(response, 401, { message: 'A JSON web token could not be decoded' })
+    if (!isValidJwt(authorization)) return json(response, 401, { message: `A JSON web token could not be decoded: ${authorization}` })
     if (request.method === 'POST' && path === `/app/installations/${INSTALLATION_ID}/access_tokens`) {
       if (upstream.mintBody !== undefined) return void response.writeHead(201).end(upstream.mintBody)
       const token = `ghs_${randomBytes(18).toString('hex')}`
@@ -137,19 +157,28 @@ export async function startAppUpstream(t: Test, clock: TestClock): Promise<AppUp
     const url = new URL(request.url ?? '/', 'http://localhost')
     const authorization = request.headers.authorization ?? ''
     const ifNoneMatch = request.headers['if-none-match']
-    upstream.requests.push({ method: request.method ?? '', path: url.pathname + url.search, authorization, ifNoneMatch })
+    const seen = { method: request.method ?? '', path: url.pathname + url.search, authorization, ifNoneMatch }
+    upstream.requests.push(seen)
+    for (const arrival of arrivals) arrival(seen)
+    const held = holds.filter((hold) => hold.matches(seen)).map((hold) => hold.until)
+    if (held.length === 0) return answer(request, response, url, authorization, ifNoneMatch)
+    void Promise.allSettled(held).then(() => answer(request, response, url, authorization, ifNoneMatch))
+  })
+
+  function answer(request: IncomingMessage, response: ServerResponse, url: URL, authorization: string, ifNoneMatch: string | undefined): void {
     if (request.headers.accept !== 'application/vnd.github+json' || request.headers['x-github-api-version'] !== '2022-11-28' || !request.headers['user-agent']) {
       return json(response, 400, { message: 'missing the pinned headers' })
     }
     if (url.pathname.startsWith('/app/')) return answerApp(request, response, url.pathname, authorization)
     const token = authorization.replace(/^Bearer /, '')
     const expiresAt = live.get(token)
-    if (upstream.refuseTokens || expiresAt === undefined || clock.now() >= expiresAt) return json(response, 401, { message: 'Bad credentials' })
+    if (upstream.refuseTokens || expiresAt === undefined || clock.now() >= expiresAt) return json(response, 401, { message: `Bad credentials: ${authorization}` })
     const failWith = upstream.failWith
-    const answer = () => (failWith === undefined ? answerInstallation(url, response, ifNoneMatch) : json(response, failWith, { message: 'Upstream trouble' }))
-    if (upstream.delayMs === 0) return answer()
-    setTimeout(answer, upstream.delayMs)
-  })
+    const trouble = { message: `Upstream trouble with ${authorization} (App JWT ${upstream.jwts.at(-1) ?? 'none'})` }
+    const reply = () => (failWith === undefined ? answerInstallation(url, response, ifNoneMatch) : json(response, failWith, trouble))
+    if (upstream.delayMs === 0) return reply()
+    setTimeout(reply, upstream.delayMs)
+  }
   const env: TestEnv = {
     FORGE_API_URL: server.url,
     FORGE_APP_ID: APP_ID,
