@@ -17,7 +17,7 @@ export const SERVICES: Readonly<Record<string, ServiceDescription>> = {
     // a 512 MiB container and REDIS_URL set, as this base runs it (pnpm --dir
     // services/forge-aggregator bench:memory --container-mb=512 --redis 8 32 64 128): peaks of
     // 237, 239, 304 and 366 MiB; two runs fit 216–219 MiB + 1.16–1.31 × the setting. This line
-    // lies above every peak measured (README, "Memory").
+    // lies above every peak measured (docs/design.md, "Memory").
     peakMemoryMiB: (settings) => 225 + 1.6 * Number(settings.FORGE_CACHE_MAX_MB),
     redis: 'cache',
   },

@@ -35,5 +35,5 @@ t.test('every alert of alerts.yml has a unit test in which it fires', async (t) 
     'HttpServerErrors',
     'HttpSlowRoute',
     'ItemsStoreDown',
-  ], 'the alerts DESIGN §12 asks for, and the shared cache’s store')
+  ], 'the alerts docs/operations.md, "Alerts" lists, and the shared cache’s store')
 })
