@@ -147,6 +147,8 @@ t.test('a failure answered for a call made with the token before a renewal names
   const res = await late
   t.equal(res.statusCode, 500)
   t.match(res.json(), { details: /^Upstream responded 500: Upstream trouble with Bearer \[redacted\] \(App JWT \[redacted\]\)$/ })
+  t.equal(upstream.requests.filter((request) => request.path.includes('lisa')).length, USER_CALLS, 'a 500 is no reason to renew the token and call again')
+  t.equal(upstream.minted.length, 2)
   for (const secret of secretsOf(upstream)) {
     t.notMatch(res.body, secret)
     t.notMatch(logLines.join(''), secret)
