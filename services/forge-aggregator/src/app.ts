@@ -1,15 +1,15 @@
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify'
 import type { Dispatcher } from 'undici'
 import { createServer, serviceKit } from '@repo/service-kit'
-import { cacheMemory } from './cache-memory.ts'
 import type { ForgeAggregatorConfig } from './config.ts'
-import { answers } from './plugins/answers.ts'
-import { sharedStore } from './plugins/shared-store.ts'
-import { upstream } from './plugins/upstream.ts'
-import { credentialsFrom } from './upstream-credentials.ts'
-import { healthRoutes } from './routes/health.ts'
-import { repoRoutes } from './routes/repos.ts'
-import { userRoutes } from './routes/users.ts'
+import { sharedCache } from './shared-cache/plugin.ts'
+import { callerOf, credentialsFrom } from './upstream/credentials.ts'
+import { upstream } from './upstream/plugin.ts'
+import { cacheMemory } from './cache/memory.ts'
+import { answers } from './cache/plugin.ts'
+import { healthRoutes } from './http/health.ts'
+import { repoRoutes } from './http/repos.ts'
+import { userRoutes } from './http/users.ts'
 
 export interface AppOptions {
   /** The process logger (`createLogger`). */
@@ -37,7 +37,7 @@ export async function buildApp(config: Readonly<ForgeAggregatorConfig>, options:
   const memory = cacheMemory(config)
   const app = createServer({ logger: options.logger, errorBody, trustProxy: config.TRUST_PROXY })
 
-  await app.register(sharedStore, { config, credentials })
+  await app.register(sharedCache, { config, caller: callerOf(credentials) })
   await app.register(serviceKit, {
     openapi: {
       title: 'forge-aggregator',

@@ -6,8 +6,8 @@ import nock from 'nock'
 import { Agent } from 'undici'
 import { createClient } from 'redis'
 import { startPrivateRedis } from '@repo/test-support'
-import { namespaceFor } from '../src/shared-cache/shared-store.ts'
-import type { UpstreamCredentials } from '../src/upstream-credentials.ts'
+import { namespaceFor } from '../src/shared-cache/plugin.ts'
+import { callerOf, type UpstreamCredentials } from '../src/upstream/credentials.ts'
 import { buildAggregator, testClock, type BuildOptions, type TestAggregator, type TestClock, type TestEnv } from './helpers/build.ts'
 import { startLocalUpstream } from './helpers/local-upstream.ts'
 import { answerRepository } from './helpers/repository-upstream.ts'
@@ -430,7 +430,7 @@ t.test('the cache partition changes with FORGE_API_URL, FORGE_FOLLOWERS_LIMIT, F
 t.test("a GitHub App's partition is its installation: another installation or App is another partition, a token never shares one", async (t) => {
   const settings = { FORGE_API_URL: API, FORGE_FOLLOWERS_LIMIT: 30, FORGE_MAX_REPO_PAGES: 10 }
   const app = (appId: string, installationId: string): UpstreamCredentials => ({ kind: 'app', appId, installationId, privateKey: createSecretKey(randomBytes(32)) })
-  const partitionOf = (credentials: UpstreamCredentials) => namespaceFor(settings, credentials)
+  const partitionOf = (credentials: UpstreamCredentials) => namespaceFor(settings, callerOf(credentials))
   t.equal(partitionOf(app('1', '2')), partitionOf(app('1', '2')), 'one installation, whatever its key and tokens: one partition')
   const partitions = [
     partitionOf(app('1', '2')),

@@ -1,9 +1,6 @@
-import { createHash } from 'node:crypto'
 import { Counter, type Registry } from 'prom-client'
 import type { RedisConnection } from '@repo/service-kit'
-import type { ForgeAggregatorConfig } from '../config.ts'
-import type { UpstreamCredentials } from '../upstream-credentials.ts'
-import { STORE_FORMAT_VERSION, type StoredEntry, type StoredKind } from '../schemas/stored.ts'
+import type { StoredEntry, StoredKind } from './stored.ts'
 
 /**
  * What replicas share in Redis (DESIGN §7): answers, held upstream bodies and the rate-limit
@@ -19,23 +16,6 @@ export interface SharedStore {
   set(key: string, value: string, ttlMs: number): Promise<void>
   /** Removes `key`; does not wait for Redis. */
   delete(key: string): void
-}
-
-/**
- * The key prefix of one deployment: the stored format's version, then a hash of what decides
- * its answers (the API URL, the token, the settings that shape an answer), so that deployments
- * sharing one Redis never see each other's answers, and versions of the service storing
- * different shapes never read each other's entries. The token goes into the hash only. A GitHub
- * App is its installation (app and installation id), not its token, which changes every hour:
- * a renewal keeps every answer, held body and the budget (DESIGN §13).
- */
-export function namespaceFor(
-  config: Pick<ForgeAggregatorConfig, 'FORGE_API_URL' | 'FORGE_FOLLOWERS_LIMIT' | 'FORGE_MAX_REPO_PAGES'>,
-  credentials: UpstreamCredentials,
-): string {
-  const caller = credentials.kind === 'token' ? credentials.token : credentials.kind === 'app' ? `app:${credentials.appId}:${credentials.installationId}` : null
-  const settings = [config.FORGE_API_URL, caller, config.FORGE_FOLLOWERS_LIMIT, config.FORGE_MAX_REPO_PAGES]
-  return `forge:${STORE_FORMAT_VERSION}:${createHash('sha256').update(JSON.stringify(settings)).digest('base64url').slice(0, 16)}:`
 }
 
 /** A `SharedStore` on `connection`, its keys under `namespace`; rejected entries counted in `registry`. */

@@ -1,8 +1,5 @@
 import { Type, type Static, type TSchema } from '@sinclair/typebox'
 
-/** A field the upstream may give as null: returned as null, key present. */
-export const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()])
-
 const header = (description: string) => ({ type: 'string', description })
 
 /** The response headers of an answer from the cache (DESIGN §4, §7), as the OpenAPI document shows them. */

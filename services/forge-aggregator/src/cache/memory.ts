@@ -1,4 +1,4 @@
-import type { ForgeAggregatorConfig } from './config.ts'
+import type { ForgeAggregatorConfig } from '../config.ts'
 
 /** Bytes each in-process cache may hold, out of `FORGE_CACHE_MAX_MB`. */
 export interface CacheMemory {

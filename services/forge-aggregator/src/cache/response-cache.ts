@@ -1,12 +1,12 @@
 import { createHash } from 'node:crypto'
 import type { FastifyBaseLogger } from 'fastify'
 import { LRUCache } from 'lru-cache'
-import { storedEntries, type CachedAnswer } from './schemas/stored.ts'
-import type { ProductionLock } from './shared-cache/production-lock.ts'
-import type { SharedStore } from './shared-cache/shared-store.ts'
-import { BudgetSpent, UpstreamError, UpstreamNotFound } from './upstream-errors.ts'
+import type { ProductionLock } from '../shared-cache/lock.ts'
+import type { SharedStore } from '../shared-cache/store.ts'
+import { storedEntries, type CachedAnswer } from '../shared-cache/stored.ts'
+import { BudgetSpent, UpstreamError, UpstreamNotFound } from '../upstream/errors.ts'
 
-export type { CachedAnswer } from './schemas/stored.ts'
+export type { CachedAnswer } from '../shared-cache/stored.ts'
 
 /** What a production makes: the serialized answer and what it holds. */
 export interface ProducedAnswer {

@@ -2,8 +2,8 @@ import { sign } from 'node:crypto'
 import { Type } from '@sinclair/typebox'
 import { TypeCompiler } from '@sinclair/typebox/compiler'
 import type { FastifyBaseLogger } from 'fastify'
-import type { AppCredentials } from './upstream-credentials.ts'
-import { UpstreamFailure } from './upstream-errors.ts'
+import type { AppCredentials } from './credentials.ts'
+import { UpstreamFailure } from './errors.ts'
 
 /**
  * GitHub: set `iat` 60 s in the past against clock drift; `exp` no more than 10 minutes ahead

@@ -1,9 +1,8 @@
-import { upstreamPath, type ForgeClient, type UpstreamCall } from './forge-client.ts'
-import { UpstreamNotFound, UpstreamRateLimited } from './upstream-errors.ts'
 import { buildUserOverview, countedRepos, MAX_PER_PAGE, pagesFor, toRepository, toRepositoryCounts } from './aggregate.ts'
-import { upstreamBodies, type UpstreamRepo, type UpstreamRepos } from './schemas/upstream.ts'
-import type { UserOverview } from './schemas/users.ts'
-import type { RepositoryCounts, RepositoryList } from './schemas/repos.ts'
+import type { RepositoryCounts, RepositoryList, UserOverview } from './answers.ts'
+import { upstreamBodies, type UpstreamRepo, type UpstreamRepos } from './bodies.ts'
+import { upstreamPath, type ForgeClient, type UpstreamCall } from './client.ts'
+import { UpstreamNotFound, UpstreamRateLimited } from './errors.ts'
 
 export interface ForgeServiceOptions {
   client: ForgeClient

@@ -1,12 +1,11 @@
 import fp from 'fastify-plugin'
 import type { FastifyReply } from 'fastify'
 import type { ForgeAggregatorConfig } from '../config.ts'
-import type { UpstreamCall } from '../forge-client.ts'
-import type { Produced } from '../forge-service.ts'
-import { cacheStatus, matchesEtag } from '../http-caching.ts'
-import { createCacheResultCounter } from '../metrics.ts'
-import { ResponseCache, type CacheAnswer, type Endpoint } from '../response-cache.ts'
-import { answerForUpstreamError, type FailureMessages } from '../upstream-answers.ts'
+import type { UpstreamCall } from '../upstream/client.ts'
+import type { Produced } from '../upstream/service.ts'
+import { cacheStatus, matchesEtag } from './headers.ts'
+import { createCacheResultCounter } from './metrics.ts'
+import { ResponseCache, type CacheAnswer, type Endpoint } from './response-cache.ts'
 
 /** What a route asks of `reply.sendAnswer`. */
 export interface AnswerRequest {
@@ -15,8 +14,8 @@ export interface AnswerRequest {
   key: string
   /** Makes the answer from the upstream; called only when no fresh answer is held. */
   produce: (call: UpstreamCall) => Promise<Produced<unknown>>
-  /** The endpoint's 404 and 500 messages. */
-  messages: FailureMessages
+  /** What the endpoint answers when producing fails and there is nothing to send stale: an `HttpError`, or the error itself. */
+  errorAnswer: (error: unknown) => unknown
 }
 
 declare module 'fastify' {
@@ -26,7 +25,7 @@ declare module 'fastify' {
      * every concurrent request), or stale when producing fails; serialized with the route's 200
      * schema, with `Cache-Status`, `ETag`, `Cache-Control` (and 304 for a matching
      * `If-None-Match`), `Age` when stale, `X-Forge-Partial` and `no-store` when partial.
-     * An upstream error becomes the endpoint's error answer.
+     * A failure is answered with the endpoint's `errorAnswer`.
      */
     sendAnswer(request: AnswerRequest): void | Promise<void>
   }
@@ -56,7 +55,7 @@ export const answers = fp<AnswersPluginOptions>(
       onResult: createCacheResultCounter(app.metrics),
     })
 
-    app.decorateReply('sendAnswer', function sendAnswer(this: FastifyReply, { endpoint, key, produce, messages }: AnswerRequest): void | Promise<void> {
+    app.decorateReply('sendAnswer', function sendAnswer(this: FastifyReply, { endpoint, key, produce, errorAnswer }: AnswerRequest): void | Promise<void> {
       const log = this.request.log
       const answer = cache.get(
         key,
@@ -72,7 +71,7 @@ export const answers = fp<AnswersPluginOptions>(
       return answer.then(
         (settled) => void send(this, settled),
         (error: unknown) => {
-          throw answerForUpstreamError(error, messages)
+          throw errorAnswer(error)
         },
       )
     })
@@ -97,5 +96,5 @@ export const answers = fp<AnswersPluginOptions>(
       return reply.type('application/json; charset=utf-8').send(response.body)
     }
   },
-  { name: 'answers', fastify: '5.x', dependencies: ['shared-store'] },
+  { name: 'answers', fastify: '5.x', dependencies: ['shared-cache'] },
 )

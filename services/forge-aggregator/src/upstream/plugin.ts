@@ -1,11 +1,11 @@
 import fp from 'fastify-plugin'
 import type { Dispatcher } from 'undici'
 import type { ForgeAggregatorConfig } from '../config.ts'
-import { createForgeClient } from '../forge-client.ts'
-import { createForgeService, type ForgeService } from '../forge-service.ts'
-import { createUpstreamMetrics } from '../metrics.ts'
-import { RateLimitBudget } from '../rate-limit-budget.ts'
-import type { UpstreamCredentials } from '../upstream-credentials.ts'
+import { RateLimitBudget } from './budget.ts'
+import { createForgeClient } from './client.ts'
+import type { UpstreamCredentials } from './credentials.ts'
+import { createUpstreamMetrics } from './metrics.ts'
+import { createForgeService, type ForgeService } from './service.ts'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -66,5 +66,5 @@ export const upstream = fp<UpstreamPluginOptions>(
     const githubApp = credentials.kind === 'app' ? { githubApp: { id: credentials.appId, installation: credentials.installationId } } : {}
     app.log.info({ upstream: config.FORGE_API_URL, authenticated: credentials.kind !== 'anonymous', ...githubApp, budgetReserve: config.FORGE_BUDGET_RESERVE }, 'forge upstream')
   },
-  { name: 'upstream', fastify: '5.x', dependencies: ['shared-store'] },
+  { name: 'upstream', fastify: '5.x', dependencies: ['shared-cache'] },
 )
