@@ -5,10 +5,10 @@ import type { UpstreamCall } from '../upstream/client.ts'
 import type { Produced } from '../upstream/service.ts'
 import { cacheStatus, matchesEtag } from './headers.ts'
 import { createCacheResultCounter } from './metrics.ts'
-import { ResponseCache, type CacheAnswer, type Endpoint } from './response-cache.ts'
+import { ResponseCache, type Endpoint, type ServedAnswer } from './response-cache.ts'
 
 /** What a route asks of `reply.sendAnswer`. */
-export interface AnswerRequest {
+export interface SendAnswerOptions {
   endpoint: Endpoint
   /** The answer's cache key: one per answer, however the request spelled it. */
   key: string
@@ -27,7 +27,7 @@ declare module 'fastify' {
      * `If-None-Match`), `Age` when stale, `X-Forge-Partial` and `no-store` when partial.
      * A failure is answered with the endpoint's `errorAnswer`.
      */
-    sendAnswer(request: AnswerRequest): void | Promise<void>
+    sendAnswer(options: SendAnswerOptions): void | Promise<void>
   }
 }
 
@@ -55,20 +55,20 @@ export const answers = fp<AnswersPluginOptions>(
       onResult: createCacheResultCounter(app.metrics),
     })
 
-    app.decorateReply('sendAnswer', function sendAnswer(this: FastifyReply, { endpoint, key, produce, errorAnswer }: AnswerRequest): void | Promise<void> {
+    app.decorateReply('sendAnswer', function sendAnswer(this: FastifyReply, { endpoint, key, produce, errorAnswer }: SendAnswerOptions): void | Promise<void> {
       const log = this.request.log
-      const answer = cache.get(
+      const served = cache.get(
         key,
         async (revalidates) => {
           const produced = await produce({ log, revalidates })
           // Serialized once, with the route's own schema, whatever the number of requests it answers.
-          return { ...produced, body: this.serializeInput(produced.answer as Record<string, unknown>, '200') as string }
+          return { ...produced, body: this.serializeInput(produced.body as Record<string, unknown>, '200') as string }
         },
         { endpoint, log },
       )
       // A fresh answer held here is sent at once: no promise, no turn of the event loop.
-      if (!(answer instanceof Promise)) return void send(this, answer)
-      return answer.then(
+      if (!(served instanceof Promise)) return void send(this, served)
+      return served.then(
         (settled) => void send(this, settled),
         (error: unknown) => {
           throw errorAnswer(error)
@@ -76,24 +76,24 @@ export const answers = fp<AnswersPluginOptions>(
       )
     })
 
-    function send(reply: FastifyReply, answer: CacheAnswer): FastifyReply {
-      const { response } = answer
-      const secondsLeft = cache.secondsLeft(response)
-      reply.header('cache-status', cacheStatus(answer, secondsLeft))
-      if (response.partial.length > 0) {
+    function send(reply: FastifyReply, served: ServedAnswer): FastifyReply {
+      const { answer } = served
+      const secondsLeft = cache.secondsLeft(answer)
+      reply.header('cache-status', cacheStatus(served, secondsLeft))
+      if (answer.partial.length > 0) {
         return reply
-          .headers({ 'cache-control': 'no-store', 'x-forge-partial': response.partial.join(', ') })
+          .headers({ 'cache-control': 'no-store', 'x-forge-partial': answer.partial.join(', ') })
           .type('application/json; charset=utf-8')
-          .send(response.body)
+          .send(answer.body)
       }
-      const scope = response.isPrivate ? 'private' : 'public'
-      if (answer.result === 'stale') {
-        reply.headers({ etag: response.etag, 'cache-control': `${scope}, max-age=0`, age: String(cache.ageOf(response)) })
+      const scope = answer.isPrivate ? 'private' : 'public'
+      if (served.result === 'stale') {
+        reply.headers({ etag: answer.etag, 'cache-control': `${scope}, max-age=0`, age: String(cache.ageOf(answer)) })
       } else {
-        reply.headers({ etag: response.etag, 'cache-control': `${scope}, max-age=${secondsLeft}` })
+        reply.headers({ etag: answer.etag, 'cache-control': `${scope}, max-age=${secondsLeft}` })
       }
-      if (matchesEtag(reply.request.headers['if-none-match'], response.etag)) return reply.code(304).send()
-      return reply.type('application/json; charset=utf-8').send(response.body)
+      if (matchesEtag(reply.request.headers['if-none-match'], answer.etag)) return reply.code(304).send()
+      return reply.type('application/json; charset=utf-8').send(answer.body)
     }
   },
   { name: 'answers', fastify: '5.x', dependencies: ['shared-cache'] },

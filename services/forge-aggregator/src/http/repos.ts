@@ -2,7 +2,7 @@ import { Type } from '@sinclair/typebox'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { RepositoryCounts, RepositoryList } from '../upstream/answers.ts'
 import { invalidRequest, upstreamErrorAnswer } from './errors.ts'
-import { CachedAnswer, ErrorBody, FailureBody, NotModified, RateLimited } from './schemas.ts'
+import { ErrorBody, FailureBody, NotModified, RateLimited, withCacheHeaders } from './schemas.ts'
 import type { ForgeRouteOptions } from './users.ts'
 
 export const ReposQuery = Type.Object({
@@ -16,7 +16,7 @@ export const ReposQuery = Type.Object({
 })
 
 /** The 200 answer: one repository's counts, or the list; with the headers it carries. */
-export const RepositoryAnswer = CachedAnswer(Type.Union([RepositoryCounts, RepositoryList]))
+export const RepositoryAnswer = withCacheHeaders(Type.Union([RepositoryCounts, RepositoryList]))
 
 const ONE_REPOSITORY = upstreamErrorAnswer({ notFound: 'Repository not found', failure: 'Failed to fetch repository' })
 const REPOSITORY_LIST = upstreamErrorAnswer({ notFound: 'User not found', failure: 'Failed to fetch repositories' })
@@ -48,14 +48,14 @@ export const repoRoutes: FastifyPluginAsyncTypebox<ForgeRouteOptions> = async (a
         return reply.sendAnswer({
           endpoint: 'repos',
           key: `repos/${owner}`,
-          produce: (call) => app.forge.repositoryList(defaultUser, call),
+          produce: (call) => app.upstream.service.repositoryList(defaultUser, call),
           errorAnswer: REPOSITORY_LIST,
         })
       }
       return reply.sendAnswer({
         endpoint: 'repos',
         key: `repo/${owner}/${repo.toLowerCase()}`,
-        produce: (call) => app.forge.repositoryCounts(defaultUser, repo, call),
+        produce: (call) => app.upstream.service.repositoryCounts(defaultUser, repo, call),
         errorAnswer: ONE_REPOSITORY,
       })
     },

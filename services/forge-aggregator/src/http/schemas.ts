@@ -10,8 +10,8 @@ const CACHING_HEADERS = {
   Age: header('seconds since the answer was produced'),
 }
 
-/** Marks a success schema with the headers a cached answer carries. */
-export const CachedAnswer = <T extends TSchema>(schema: T, extraHeaders: Record<string, unknown> = {}) =>
+/** A success schema with the headers a cached answer carries. */
+export const withCacheHeaders = <T extends TSchema>(schema: T, extraHeaders: Record<string, unknown> = {}) =>
   Type.Unsafe<Static<T>>({ ...schema, headers: { ...CACHING_HEADERS, ...extraHeaders } })
 
 export const ErrorBody = Type.Object({ error: Type.String() })

@@ -3,7 +3,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { LOGIN_PATTERN } from '../config.ts'
 import { UserOverview } from '../upstream/answers.ts'
 import { invalidRequest, upstreamErrorAnswer } from './errors.ts'
-import { CachedAnswer, ErrorBody, FailureBody, NotModified, RateLimited } from './schemas.ts'
+import { ErrorBody, FailureBody, NotModified, RateLimited, withCacheHeaders } from './schemas.ts'
 
 export interface ForgeRouteOptions {
   /** `FORGE_DEFAULT_USER`. */
@@ -15,7 +15,7 @@ export const UsersQuery = Type.Object({
 })
 
 /** The 200 answer, with the headers it carries. */
-export const UserAnswer = CachedAnswer(UserOverview, {
+export const UserAnswer = withCacheHeaders(UserOverview, {
   'X-Forge-Partial': {
     type: 'string',
     description: 'present when the issue or pull-request search failed: the missing fields (totalIssues, totalPRs), comma-separated',
@@ -43,7 +43,7 @@ export const userRoutes: FastifyPluginAsyncTypebox<ForgeRouteOptions> = async (a
         endpoint: 'users',
         // Logins are case-insensitive upstream: one answer per user, however it is spelled.
         key: `users/${login.toLowerCase()}`,
-        produce: (call) => app.forge.userOverview(login, call),
+        produce: (call) => app.upstream.service.userOverview(login, call),
         errorAnswer: ERROR_ANSWER,
       })
     },
