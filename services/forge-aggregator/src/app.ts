@@ -28,7 +28,7 @@ const errorBody = (error: string) => ({ error })
  * counting in that Redis, OpenAPI, metrics), the upstream (budget, client, service), the answers
  * (cache and `reply.sendAnswer`), then the routes. Every dependency is opened by its plugin and
  * closed with the app. Never listens: `server.ts` does. Throws `ConfigError` when the upstream
- * credentials do not hold together (DESIGN §13), before anything is opened.
+ * credentials do not hold together (docs/design.md, "GitHub App"), before anything is opened.
  */
 export async function buildApp(config: Readonly<ForgeAggregatorConfig>, options: AppOptions): Promise<FastifyInstance> {
   // The App's key is read and checked before anything opens: a bad one stops the start (ConfigError).

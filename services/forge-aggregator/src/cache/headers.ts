@@ -3,7 +3,7 @@ import type { ServedAnswer } from './response-cache.ts'
 /** RFC 9211: the name this cache signs its `Cache-Status` entries with. */
 export const CACHE_NAME = 'forge-aggregator'
 
-/** The `Cache-Status` of an answer (RFC 9211, in the terms DESIGN §7 fixes); `ttlSeconds` of a hit. */
+/** The `Cache-Status` of an answer (RFC 9211, in the terms of docs/design.md, "Caching"); `ttlSeconds` of a hit. */
 export function cacheStatus(served: ServedAnswer, ttlSeconds: number): string {
   switch (served.result) {
     case 'hit':

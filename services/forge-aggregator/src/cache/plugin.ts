@@ -21,11 +21,11 @@ export interface SendAnswerOptions {
 declare module 'fastify' {
   interface FastifyReply {
     /**
-     * Sends the answer for `key` (DESIGN §4, §7): fresh from the cache, or produced (once for
-     * every concurrent request), or stale when producing fails; serialized with the route's 200
-     * schema, with `Cache-Status`, `ETag`, `Cache-Control` (and 304 for a matching
-     * `If-None-Match`), `Age` when stale, `X-Forge-Partial` and `no-store` when partial.
-     * A failure is answered with the endpoint's `errorAnswer`.
+     * Sends the answer for `key` (docs/design.md, "Caching", "Stale answers"): fresh from the
+     * cache, or produced (once for every concurrent request), or stale when producing fails;
+     * serialized with the route's 200 schema, with `Cache-Status`, `ETag`, `Cache-Control` (and 304
+     * for a matching `If-None-Match`), `Age` when stale, `X-Forge-Partial` and `no-store` when
+     * partial. A failure is answered with the endpoint's `errorAnswer`.
      */
     sendAnswer(options: SendAnswerOptions): void | Promise<void>
   }

@@ -54,12 +54,12 @@ export interface CacheRequest {
 }
 
 /**
- * The assembled answers of the endpoints (DESIGN §4, §7). Within the TTL a repeated request
- * costs no upstream call, and is answered from this process's memory even when answers are
- * shared: every replica keeps an answer until the same `freshUntil`. Past the TTL the answer is
- * produced again, once for every concurrent request of this process and, with a production lock,
- * of every replica. When producing fails for any reason but an upstream 404 (the budget's refusal
- * included), the last answer is sent stale for up to `staleSeconds` more.
+ * The assembled answers of the endpoints (docs/design.md, "Caching", "Stale answers"). Within the
+ * TTL a repeated request costs no upstream call, and is answered from this process's memory even
+ * when answers are shared: every replica keeps an answer until the same `freshUntil`. Past the TTL
+ * the answer is produced again, once for every concurrent request of this process and, with a
+ * production lock, of every replica. When producing fails for any reason but an upstream 404 (the
+ * budget's refusal included), the last answer is sent stale for up to `staleSeconds` more.
  */
 export class ResponseCache {
   readonly #options: ResponseCacheOptions

@@ -2,7 +2,7 @@ import { Type, type Static, type TSchema } from '@sinclair/typebox'
 
 const header = (description: string) => ({ type: 'string', description })
 
-/** The response headers of an answer from the cache (DESIGN §4, §7), as the OpenAPI document shows them. */
+/** The response headers of an answer from the cache (docs/design.md, "Caching"), as the OpenAPI document shows them. */
 const CACHING_HEADERS = {
   ETag: header('strong validator of the body; send it back in If-None-Match'),
   'Cache-Control': header('public (private when the answer holds private data), max-age = seconds the answer stays fresh'),

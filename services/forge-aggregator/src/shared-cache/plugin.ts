@@ -7,7 +7,7 @@ import { createProductionLock, type ProductionLock } from './lock.ts'
 import { createSharedStore, type SharedStore } from './store.ts'
 import { STORE_FORMAT_VERSION } from './stored.ts'
 
-/** What replicas share through `REDIS_URL` or `REDIS_SENTINELS` (DESIGN §7). */
+/** What replicas share through `REDIS_URL` or `REDIS_SENTINELS` (docs/design.md, "Sharing across replicas"). */
 export interface SharedCache {
   /** The one Redis connection (the rate limit counts on its client too). */
   connection: RedisConnection

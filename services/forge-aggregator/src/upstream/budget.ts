@@ -27,13 +27,15 @@ export interface BudgetedCall {
   resource: RateLimitResource
   /**
    * The call revalidates an answer the service could still send stale: below the reserve it is
-   * not made, so that what is left goes to users never seen (DESIGN §7).
+   * not made, so that what is left goes to users never seen
+   * (docs/design.md, "Rate-limit budget").
    */
   revalidates: boolean
 }
 
 /**
- * The upstream's rate-limit budget, from the `X-RateLimit-*` headers of every answer (DESIGN §7).
+ * The upstream's rate-limit budget, from the `X-RateLimit-*` headers of every answer
+ * (docs/design.md, "Rate-limit budget").
  * GitHub asks integrations to stop calling a spent resource until it resets ("continuing may
  * result in the banning of your integration"), so a spent resource is not called at all.
  * With a shared store, every replica's answers feed one budget: a limit one replica hit is

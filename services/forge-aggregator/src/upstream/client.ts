@@ -21,7 +21,7 @@ export interface ForgeClientOptions {
   baseUrl: string
   /** A personal token, sent as it is with every call. */
   token?: string | undefined
-  /** A GitHub App installation: every call carries its installation token (DESIGN §13). Excludes `token`. */
+  /** A GitHub App installation: every call carries its installation token (docs/design.md, "GitHub App"). Excludes `token`. */
   app?: AppCredentials | undefined
   /** Deadline of one call, retries and body included. */
   timeoutMs: number
@@ -283,7 +283,7 @@ function upstreamMessage(text: string): string | undefined {
 }
 
 /**
- * Seconds to wait before asking again (DESIGN §4). `Retry-After` is authoritative when present.
+ * Seconds to wait before asking again (docs/design.md, "Errors"). `Retry-After` is authoritative when present.
  * Only a spent primary limit (`X-RateLimit-Remaining: 0`) makes `X-RateLimit-Reset` the answer:
  * a plain "forbidden" also carries a reset, and must not tell clients to wait an hour. A 429 or a
  * secondary rate limit without either waits GitHub's minute; anything else gets no advice.

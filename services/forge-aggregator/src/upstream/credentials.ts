@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs'
 import { ConfigError } from '@repo/config'
 import type { ForgeAggregatorConfig } from '../config.ts'
 
-/** A GitHub App installation the service calls as (DESIGN §13). */
+/** A GitHub App installation the service calls as (docs/design.md, "GitHub App"). */
 export interface AppCredentials {
   appId: string
   installationId: string
@@ -16,8 +16,8 @@ export type UpstreamCredentials = { kind: 'anonymous' } | { kind: 'token'; token
 /**
  * Whom the upstream answers, as the shared cache's namespace tells deployments apart: the token
  * (only ever hashed there), a GitHub App's installation (app and installation id, not its token,
- * which changes every hour: a renewal keeps every answer, held body and the budget; DESIGN §13),
- * or nobody.
+ * which changes every hour: a renewal keeps every answer, held body and the budget; docs/design.md,
+ * "GitHub App"), or nobody.
  */
 export function callerOf(credentials: UpstreamCredentials): string | null {
   if (credentials.kind === 'token') return credentials.token

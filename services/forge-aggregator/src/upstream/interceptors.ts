@@ -35,7 +35,8 @@ const IN_CALLERS_CONTEXT: Dispatcher.DispatcherComposeInterceptor = (dispatch) =
     onResponseError: (controller, error) => inCallersContext(() => handler.onResponseError?.(controller, error)),
   })
 }
-// Renamed users and repositories answer 301/307 to their new name (DESIGN §4: at most 3).
+// Renamed users and repositories answer 301/307 to their new name: at most 3 are followed
+// (docs/design.md, "Upstream calls").
 const REDIRECT = interceptors.redirect({ maxRedirections: 3 })
 
 /** The dispatch option through which `ForgeClient` tells the budget what a call spends. */

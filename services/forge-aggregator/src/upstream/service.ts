@@ -34,8 +34,9 @@ export interface Produced<Body> {
 }
 
 /**
- * What each endpoint asks the upstream for (DESIGN §4), and how the answers combine. `call`
- * carries the request's logger: every line about its upstream calls carries its request id.
+ * What each endpoint asks the upstream for (docs/design.md, "Upstream calls"), and how the answers
+ * combine. `call` carries the request's logger: every line about its upstream calls carries its
+ * request id.
  */
 export interface ForgeService {
   userOverview(login: string, call: UpstreamCall): Promise<Produced<UserOverview>>
