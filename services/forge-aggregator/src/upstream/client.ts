@@ -34,8 +34,8 @@ export interface ForgeClientOptions {
   budget: RateLimitBudget
   /** Where replicas share the held bodies; absent, each process holds its own. */
   store?: SharedStore | undefined
-  /** The wall clock in ms (rate-limit resets are epoch seconds); tests bring their own. */
-  now?: () => number
+  /** The app's wall clock in ms (rate-limit resets are epoch seconds). */
+  now: () => number
   /** Where every call is counted and timed. */
   metrics?: UpstreamMetrics | undefined
   /** The dispatcher to build on; a keep-alive `Agent` unless a test brings its own. */
@@ -101,8 +101,7 @@ const MAX_UPSTREAM_MESSAGE_LENGTH = 200
  * `FORGE_CACHE_TTL_SECONDS`'s decision, made by the response cache, not the upstream's `max-age`.
  */
 export function createForgeClient(options: ForgeClientOptions): ForgeClient {
-  const { token, timeoutMs, store, metrics, budget } = options
-  const now = options.now ?? Date.now
+  const { token, timeoutMs, store, metrics, budget, now } = options
   const base = new URL(options.baseUrl)
   const origin = base.origin
   const basePath = base.pathname.replace(/\/+$/, '')
