@@ -1,15 +1,15 @@
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify'
 import type { Dispatcher } from 'undici'
 import { createServer, serviceKit } from '@repo/service-kit'
-import { cacheMemory } from './cache-memory.ts'
 import type { ForgeAggregatorConfig } from './config.ts'
-import { answers } from './plugins/answers.ts'
-import { sharedStore } from './plugins/shared-store.ts'
-import { upstream } from './plugins/upstream.ts'
-import { credentialsFrom } from './upstream-credentials.ts'
-import { healthRoutes } from './routes/health.ts'
-import { repoRoutes } from './routes/repos.ts'
-import { userRoutes } from './routes/users.ts'
+import { sharedCache } from './shared-cache/plugin.ts'
+import { callerOf, credentialsFrom } from './upstream/credentials.ts'
+import { upstream } from './upstream/plugin.ts'
+import { cacheMemory } from './cache/memory.ts'
+import { answers } from './cache/plugin.ts'
+import { healthRoutes } from './http/health.ts'
+import { repoRoutes } from './http/repos.ts'
+import { userRoutes } from './http/users.ts'
 
 export interface AppOptions {
   /** The process logger (`createLogger`). */
@@ -28,7 +28,7 @@ const errorBody = (error: string) => ({ error })
  * counting in that Redis, OpenAPI, metrics), the upstream (budget, client, service), the answers
  * (cache and `reply.sendAnswer`), then the routes. Every dependency is opened by its plugin and
  * closed with the app. Never listens: `server.ts` does. Throws `ConfigError` when the upstream
- * credentials do not hold together (DESIGN §13), before anything is opened.
+ * credentials do not hold together (docs/design.md, "GitHub App"), before anything is opened.
  */
 export async function buildApp(config: Readonly<ForgeAggregatorConfig>, options: AppOptions): Promise<FastifyInstance> {
   // The App's key is read and checked before anything opens: a bad one stops the start (ConfigError).
@@ -37,7 +37,7 @@ export async function buildApp(config: Readonly<ForgeAggregatorConfig>, options:
   const memory = cacheMemory(config)
   const app = createServer({ logger: options.logger, errorBody, trustProxy: config.TRUST_PROXY })
 
-  await app.register(sharedStore, { config, credentials })
+  await app.register(sharedCache, { config, caller: callerOf(credentials) })
   await app.register(serviceKit, {
     openapi: {
       title: 'forge-aggregator',
@@ -52,7 +52,7 @@ export async function buildApp(config: Readonly<ForgeAggregatorConfig>, options:
     // With a shared Redis the replicas count each client together; in the process otherwise.
     rateLimit: { perMinute: config.RATE_LIMIT_PER_MINUTE, redis: app.sharedCache?.connection.client },
   })
-  await app.register(upstream, { config, credentials, heldBodyBytes: memory.heldBodyBytes, now, dispatcher: options.dispatcher })
+  await app.register(upstream, { config, credentials, revalidationMaxBytes: memory.revalidationMaxBytes, now, dispatcher: options.dispatcher })
   await app.register(answers, { config, answerBytes: memory.answerBytes, now })
 
   await app.register(healthRoutes)

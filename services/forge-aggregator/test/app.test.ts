@@ -4,8 +4,8 @@ import { MockAgent } from 'undici'
 import { loadConfig } from '@repo/config'
 import { eventually } from '@repo/test-support'
 import { ForgeAggregatorConfig } from '../src/config.ts'
-import { answers } from '../src/plugins/answers.ts'
-import { upstream } from '../src/plugins/upstream.ts'
+import { answers } from '../src/cache/plugin.ts'
+import { upstream } from '../src/upstream/plugin.ts'
 import { buildAggregator } from './helpers/build.ts'
 import { startLocalUpstream } from './helpers/local-upstream.ts'
 import { API, RESOURCE_HEADERS, fixtures } from './helpers/upstream.ts'
@@ -65,7 +65,7 @@ t.test('the upstream and the answers refuse to start before the shared store, wh
   const config = loadConfig(ForgeAggregatorConfig, { FORGE_API_URL: API })
   const now = () => Date.now()
   for (const [name, register] of [
-    ['upstream', (app: FastifyInstance) => app.register(upstream, { config, credentials: { kind: 'anonymous' }, heldBodyBytes: 1024, now })],
+    ['upstream', (app: FastifyInstance) => app.register(upstream, { config, credentials: { kind: 'anonymous' }, revalidationMaxBytes: 1024, now })],
     ['answers', (app: FastifyInstance) => app.register(answers, { config, answerBytes: 1024, now })],
   ] as const) {
     const app = Fastify()

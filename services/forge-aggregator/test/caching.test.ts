@@ -1,7 +1,7 @@
 import t from 'tap'
 import nock from 'nock'
 import { buildAggregator } from './helpers/build.ts'
-import { UserAnswer } from '../src/schemas/users.ts'
+import { UserAnswer } from '../src/http/users.ts'
 import { API, RESOURCE_HEADERS, SEARCH_HEADERS, makeFollowers, makeRepos, makeUser, mockUser, recordUnexpectedCalls, searchResult } from './helpers/upstream.ts'
 
 t.afterEach(() => {
@@ -32,8 +32,8 @@ t.test('a fresh answer held in memory is sent at once: sendAnswer returns a prom
     const sending = reply.sendAnswer({
       endpoint: 'users',
       key: 'users/mona',
-      produce: (call) => app.forge.userOverview('mona', call),
-      messages: { notFound: 'User not found', failure: 'Failed to fetch forge data' },
+      produce: (call) => app.upstream.service.userOverview('mona', call),
+      errorAnswer: (error) => error,
     })
     returned.push(sending)
     return sending

@@ -4,9 +4,9 @@ import { eventually, startPrivateRedis } from '@repo/test-support'
 import { buildAggregator, testClock, type TestAggregator, type TestEnv } from './helpers/build.ts'
 import { startAppUpstream, type AppUpstream } from './helpers/app-upstream.ts'
 
-// DESIGN §7's economy as a GitHub App (DESIGN §13, issue 16): each replica mints its own
-// installation token, and yet the replicas of one installation share one namespace, so the
-// figures are those of a personal token.
+// The upstream economy of docs/design.md ("Sharing across replicas", "Rate-limit budget") as a
+// GitHub App ("GitHub App", issue 16): each replica mints its own installation token, and yet the
+// replicas of one installation share one namespace, so the figures are those of a personal token.
 
 // A cache needs no durability: without fsync on every write, a loaded machine does not slow it down.
 const redis = await startPrivateRedis({ durable: false })

@@ -4,7 +4,7 @@ import pino from 'pino'
 import { createClient } from 'redis'
 import { createRedisConnection, type RedisConnection, type RedisSubscriber } from '@repo/service-kit'
 import { eventually, startPrivateRedis } from '@repo/test-support'
-import { createProductionLock, type ProductionClaim, type ProductionLock } from '../src/shared-cache/production-lock.ts'
+import { createProductionLock, type ProductionClaim, type ProductionLock } from '../src/shared-cache/lock.ts'
 
 // The lock on its own, on a private Redis: what the app-level tests of shared-cache.test.ts
 // cannot reach, such as a replica whose Redis refuses one command, or a subscriber cut off.
@@ -63,6 +63,17 @@ async function replica(t: Test, { user, listening = true }: { user?: string; lis
   return { lock, commands, logs, subscriber: subscriber! }
 }
 
+/**
+ * Whether `replica`, a waiter, sends `count` more probes (PINGs) within about 5 s. It probes every
+ * PROBE_MS: by then any probe another lock started as early would have been sent too, so the
+ * waiter's probes stand in for a fixed wait when a test shows that something is not sent.
+ */
+async function probed(replica: Replica, count: number): Promise<boolean> {
+  const pings = () => replica.commands.filter((command) => command === 'PING').length
+  const target = pings() + count
+  return eventually(async () => pings() >= target)
+}
+
 /** Whether `claim` is another replica's production that ends within `ms`. */
 async function releasedWithin(claim: ProductionClaim, ms: number): Promise<boolean> {
   if (claim.kind !== 'theirs') return false
@@ -81,8 +92,13 @@ t.test('a replica that cannot listen for announcements claims nothing: it produc
 t.test('a claim Redis refuses is unknown, and leaves no waiter probing behind it', async (t) => {
   await admin.sendCommand(['ACL', 'SETUSER', 'readonly', 'on', '>secret', '~*', '&*', '+@all', '-set'])
   const { lock, commands } = await replica(t, { user: 'readonly' })
+  // A replica waiting on another's production, started first: its probes mark the intervals.
+  const producer = await replica(t)
+  const waiter = await replica(t)
+  t.equal((await producer.lock.claim('repo/octocat/hello')).kind, 'mine')
+  t.equal((await waiter.lock.claim('repo/octocat/hello')).kind, 'theirs')
   t.same(await lock.claim('repo/octocat/hello'), { kind: 'unknown' })
-  await sleep(5 * PROBE_MS)
+  t.ok(await probed(waiter, 3), 'the waiter probed three times since')
   t.same(commands, ['SET'], 'no PING after the refusal')
 })
 
@@ -91,9 +107,8 @@ t.test('a replica that takes the lock stops the probes a wait needs; one that wa
   const waiter = await replica(t)
   t.equal((await producer.lock.claim('repo/octocat/hello')).kind, 'mine')
   t.equal((await waiter.lock.claim('repo/octocat/hello')).kind, 'theirs')
-  await sleep(6 * PROBE_MS)
+  t.ok(await probed(waiter, 3), `the waiter probed: ${waiter.commands.join(' ')}`)
   t.same(producer.commands, ['SET'], 'the producer sent nothing more')
-  t.ok(waiter.commands.filter((command) => command === 'PING').length >= 2, `the waiter probed: ${waiter.commands.join(' ')}`)
 })
 
 t.test('an error on the announcements connection lets every waiter of the replica go at once, and claims are unknown until it is back', async (t) => {

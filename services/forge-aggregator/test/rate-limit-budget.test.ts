@@ -1,6 +1,6 @@
 import t from 'tap'
-import { RateLimitBudget, resourceOfPath } from '../src/rate-limit-budget.ts'
-import type { SharedStore } from '../src/shared-cache/shared-store.ts'
+import { RateLimitBudget, resourceOfPath } from '../src/upstream/budget.ts'
+import type { SharedStore } from '../src/shared-cache/store.ts'
 
 /** Whether a revalidation would be refused though the resource is not spent: below the reserve. */
 function isBelowReserve(budget: RateLimitBudget): boolean {

@@ -1,10 +1,10 @@
 import t, { type Test } from 'tap'
 import { setImmediate as nextTurn } from 'node:timers/promises'
 import { pino } from 'pino'
-import { ResponseCache, type Production } from '../src/response-cache.ts'
-import type { ProductionLock } from '../src/shared-cache/production-lock.ts'
-import type { SharedStore } from '../src/shared-cache/shared-store.ts'
-import { BudgetSpent, UpstreamFailure, UpstreamNotFound, UpstreamRateLimited } from '../src/upstream-errors.ts'
+import { ResponseCache, type Produce } from '../src/cache/response-cache.ts'
+import type { ProductionLock } from '../src/shared-cache/lock.ts'
+import type { SharedStore } from '../src/shared-cache/store.ts'
+import { BudgetSpent, UpstreamFailure, UpstreamNotFound, UpstreamRateLimited } from '../src/upstream/errors.ts'
 
 const log = pino({ level: 'silent' })
 const REQUEST = { endpoint: 'users', log } as const
@@ -22,7 +22,7 @@ function cacheOn(options: { ttlSeconds: number; maxBytes?: number; staleSeconds?
     lock: options.lock,
     onResult: (endpoint, result) => results.push(`${endpoint}:${result}`),
   })
-  const get = async (key: string, produce: Production, request: typeof REQUEST = REQUEST) => cache.get(key, produce, request)
+  const get = async (key: string, produce: Produce, request: typeof REQUEST = REQUEST) => cache.get(key, produce, request)
   return { cache, get, results, now, advance: (ms: number) => (clock += ms) }
 }
 
@@ -55,12 +55,12 @@ t.test('an answer is kept for the TTL, then produced again', async (t) => {
   const { get, advance } = cacheOn({ ttlSeconds: 10 })
   let productions = 0
   const produce = async () => ({ body: `answer ${++productions}`, partial: [], isPrivate: false })
-  t.equal((await get('k', produce)).response.body, 'answer 1')
+  t.equal((await get('k', produce)).answer.body, 'answer 1')
   advance(10_000)
-  t.equal((await get('k', produce)).response.body, 'answer 1', 'still fresh at exactly the TTL')
+  t.equal((await get('k', produce)).answer.body, 'answer 1', 'still fresh at exactly the TTL')
   advance(1)
   const again = await get('k', produce)
-  t.equal(again.response.body, 'answer 2')
+  t.equal(again.answer.body, 'answer 2')
   t.equal(again.result, 'revalidated', 'produced again over a kept answer')
 })
 
@@ -86,8 +86,8 @@ t.test('memory is bounded: past maxBytes the least recently used answers are dro
 
 t.test('an answer larger than the whole budget is served but not kept', async (t) => {
   const { get } = cacheOn({ ttlSeconds: 60, maxBytes: 10 })
-  t.equal((await get('big', produced('x'.repeat(50)))).response.body, 'x'.repeat(50))
-  t.equal((await get('big', produced('again'))).response.body, 'again')
+  t.equal((await get('big', produced('x'.repeat(50)))).answer.body, 'x'.repeat(50))
+  t.equal((await get('big', produced('again'))).answer.body, 'again')
 })
 
 t.test('concurrent gets of one key share one production, the others counted as collapsed', async (t) => {
@@ -100,7 +100,7 @@ t.test('concurrent gets of one key share one production, the others counted as c
   }
   const answers = await Promise.all(Array.from({ length: 50 }, () => get('k', slow)))
   t.equal(productions, 1)
-  t.ok(answers.every((answer) => answer.response === answers[0]!.response))
+  t.ok(answers.every((answer) => answer.answer === answers[0]!.answer))
   t.equal(answers.filter((answer) => answer.result === 'collapsed').length, 49)
   t.equal(results.filter((result) => result === 'users:collapsed').length, 49)
 })
@@ -119,9 +119,9 @@ t.test('partial answers whose searches failed for a reason other than the budget
   const { get } = cacheOn({ ttlSeconds: 60 })
   const partial = await get('p', produced('partial', ['totalPRs']))
   t.equal(partial.stored, false)
-  t.equal((await get('p', produced('complete'))).response.body, 'complete')
+  t.equal((await get('p', produced('complete'))).answer.body, 'complete')
   await t.rejects(get('f', failing(new UpstreamFailure('upstream down'))))
-  t.equal((await get('f', produced('recovered'))).response.body, 'recovered')
+  t.equal((await get('f', produced('recovered'))).answer.body, 'recovered')
 })
 
 t.test('a partial answer is kept until its missing counts may be asked again, at most the TTL', async (t) => {
@@ -130,12 +130,12 @@ t.test('a partial answer is kept until its missing counts may be asked again, at
   t.equal(first.stored, true)
   advance(19_000)
   const reused = await get('p', produced('should not be asked'))
-  t.equal(reused.response.body, 'partial')
+  t.equal(reused.answer.body, 'partial')
   t.equal(reused.result, 'hit')
   advance(1_001)
-  t.equal((await get('p', produced('complete'))).response.body, 'complete', 'asked again once the search budget reset')
+  t.equal((await get('p', produced('complete'))).answer.body, 'complete', 'asked again once the search budget reset')
   const long = await get('q', produced('partial', ['totalPRs'], now() + 3_600_000))
-  t.equal(long.response.freshUntil, now() + 60_000, 'never longer than the TTL')
+  t.equal(long.answer.freshUntil, now() + 60_000, 'never longer than the TTL')
 })
 
 t.test('stale-if-error: a failure other than 404 sends the last answer, within TTL + staleSeconds', async (t) => {
@@ -143,11 +143,11 @@ t.test('stale-if-error: a failure other than 404 sends the last answer, within T
   await get('k', produced('last good'))
   advance(60_001)
   const stale = await get('k', failing(new UpstreamFailure('Upstream responded 502: Bad Gateway', 502)))
-  t.equal(stale.response.body, 'last good')
+  t.equal(stale.answer.body, 'last good')
   t.equal(stale.result, 'stale')
   t.equal(stale.staleBecause, 'stale-if-error')
   t.equal(stale.failedStatus, 502)
-  t.equal(cache.ageOf(stale.response), 60)
+  t.equal(cache.ageOf(stale.answer), 60)
   advance(100_000)
   await t.rejects(get('k', failing(new UpstreamFailure('down'))), 'past TTL + staleSeconds nothing is left to send')
 })
@@ -208,7 +208,7 @@ t.test('a production the budget refused answers a known key stale (budget) and a
 t.test('a production is told whether it revalidates an answer that could still be sent stale', async (t) => {
   const { get, advance } = cacheOn({ ttlSeconds: 60 })
   const told: boolean[] = []
-  const produce: Production = async (revalidates) => (told.push(revalidates), { body: 'x', partial: [], isPrivate: false })
+  const produce: Produce = async (revalidates) => (told.push(revalidates), { body: 'x', partial: [], isPrivate: false })
   await get('k', produce)
   advance(60_001)
   await get('k', produce)
@@ -217,19 +217,19 @@ t.test('a production is told whether it revalidates an answer that could still b
 
 t.test('secondsLeft counts down whole seconds to the expiry and never below 0', async (t) => {
   const { get, cache, advance } = cacheOn({ ttlSeconds: 60 })
-  const { response } = await get('k', produced('x'))
-  t.equal(cache.secondsLeft(response), 60)
+  const { answer } = await get('k', produced('x'))
+  t.equal(cache.secondsLeft(answer), 60)
   advance(30_500)
-  t.equal(cache.secondsLeft(response), 29)
+  t.equal(cache.secondsLeft(answer), 29)
   advance(60_000)
-  t.equal(cache.secondsLeft(response), 0)
+  t.equal(cache.secondsLeft(answer), 0)
 })
 
 t.test('the ETag is a strong validator that changes with the body', async (t) => {
   const { get } = cacheOn({ ttlSeconds: 0 })
-  const one = (await get('a', produced('{"v":1}'))).response
-  const same = (await get('b', produced('{"v":1}'))).response
-  const other = (await get('c', produced('{"v":2}'))).response
+  const one = (await get('a', produced('{"v":1}'))).answer
+  const same = (await get('b', produced('{"v":1}'))).answer
+  const other = (await get('c', produced('{"v":2}'))).answer
   t.match(one.etag, /^"[^"]+"$/)
   t.equal(one.etag, same.etag)
   t.not(one.etag, other.etag)
@@ -239,17 +239,17 @@ t.test('concurrent gets past the TTL share one revalidation, the others counted 
   const { get, advance } = cacheOn({ ttlSeconds: 60 })
   await get('k', produced('first'))
   advance(60_001)
-  const slow: Production = async () => (await nextTurn(), { body: 'second', partial: [], isPrivate: false })
+  const slow: Produce = async () => (await nextTurn(), { body: 'second', partial: [], isPrivate: false })
   const answers = await Promise.all(Array.from({ length: 5 }, () => get('k', slow)))
   t.same(answers.map((answer) => answer.result).sort(), ['collapsed', 'collapsed', 'collapsed', 'collapsed', 'revalidated'])
-  t.ok(answers.every((answer) => answer.response.body === 'second'))
+  t.ok(answers.every((answer) => answer.answer.body === 'second'))
 })
 
 t.test('concurrent gets that end stale are all answered stale, none as collapsed', async (t) => {
   const { get, advance } = cacheOn({ ttlSeconds: 60 })
   await get('k', produced('last good'))
   advance(60_001)
-  const down: Production = async () => {
+  const down: Produce = async () => {
     await nextTurn()
     throw new UpstreamFailure('Upstream responded 502: Bad Gateway', 502)
   }
@@ -280,7 +280,7 @@ t.test("an answer read from another replica's store is kept here: the next get i
   await cacheOn({ ttlSeconds: 60, store: shared.store }).get('k', produced('theirs'))
   const here = cacheOn({ ttlSeconds: 60, store: shared.store })
   const read = await here.get('k', produced('not asked'))
-  t.match(read, { result: 'hit', response: { body: 'theirs' } })
+  t.match(read, { result: 'hit', answer: { body: 'theirs' } })
   isAnsweredFromMemory(t, here.cache, shared)
 })
 
@@ -292,7 +292,7 @@ t.test("a get that waited on another replica's production keeps its answer here:
   const waiting = here.get('k', produced('not asked'))
   await cacheOn({ ttlSeconds: 60, store: shared.store }).get('k', produced('theirs'))
   release()
-  t.match(await waiting, { result: 'collapsed', response: { body: 'theirs' } })
+  t.match(await waiting, { result: 'collapsed', answer: { body: 'theirs' } })
   isAnsweredFromMemory(t, here.cache, shared)
 })
 

@@ -1,6 +1,5 @@
 import t from 'tap'
 import { generateKeyPairSync } from 'node:crypto'
-import { setTimeout as sleep } from 'node:timers/promises'
 import { fileURLToPath } from 'node:url'
 import { LISTENING, eventually, isListening, runServiceSource, startPrivateRedis } from '@repo/test-support'
 import { startLocalUpstream } from './helpers/local-upstream.ts'
@@ -76,7 +75,7 @@ t.test('SIGTERM: in-flight requests finish with their normal answers, new connec
       return { status: 0, body: String(error), at: Date.now() }
     }
   })
-  while (upstream.requests.length < repos.length) await sleep(10)
+  t.ok(await eventually(async () => upstream.requests.length === repos.length), 'every request reached the upstream')
 
   const sentAt = Date.now()
   server.child.kill('SIGTERM')

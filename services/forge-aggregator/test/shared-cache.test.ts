@@ -1,13 +1,12 @@
 import t from 'tap'
 import { createSecretKey, randomBytes } from 'node:crypto'
 import type { ServerResponse } from 'node:http'
-import { setTimeout as sleep } from 'node:timers/promises'
 import nock from 'nock'
 import { Agent } from 'undici'
 import { createClient } from 'redis'
-import { startPrivateRedis } from '@repo/test-support'
-import { namespaceFor } from '../src/shared-cache/shared-store.ts'
-import type { UpstreamCredentials } from '../src/upstream-credentials.ts'
+import { eventually, startPrivateRedis } from '@repo/test-support'
+import { namespaceFor } from '../src/shared-cache/plugin.ts'
+import { callerOf, type UpstreamCredentials } from '../src/upstream/credentials.ts'
 import { buildAggregator, testClock, type BuildOptions, type TestAggregator, type TestClock, type TestEnv } from './helpers/build.ts'
 import { startLocalUpstream } from './helpers/local-upstream.ts'
 import { answerRepository } from './helpers/repository-upstream.ts'
@@ -127,7 +126,7 @@ t.test('a rate limit one replica met stops every replica: no call, 403 with Retr
   nock(API).get('/repos/octocat/a').reply(403, { message: 'API rate limit exceeded' }, spent)
   const limited = await one!.app.inject({ method: 'GET', url: '/api/forge/repos?repo_name=a' })
   t.equal(limited.statusCode, 403)
-  await eventuallyTrue(async () => (await inspector.keys('*budget:core')).length === 1)
+  await eventually(async () => (await inspector.keys('*budget:core')).length === 1)
   const unexpected = recordUnexpectedCalls(t)
   const res = await two!.app.inject({ method: 'GET', url: '/api/forge/repos?repo_name=b' })
   t.equal(res.statusCode, 403)
@@ -157,7 +156,7 @@ t.test('a 404 on one replica drops the shared answer: the others no longer have 
   const { two } = await answeredByOneThenLaterOnTwo(t, TTL_MS + 1)
   nock(API).get('/repos/octocat/hello').reply(404, { message: 'Not Found' })
   t.equal((await two.app.inject({ method: 'GET', url: HELLO })).statusCode, 404)
-  t.ok(await eventuallyTrue(async () => (await inspector.keys('*answer:repo/octocat/hello')).length === 0))
+  t.ok(await eventually(async () => (await inspector.keys('*answer:repo/octocat/hello')).length === 0))
 })
 
 t.test('of two productions of one answer, the later is the one kept and sent stale', async (t) => {
@@ -198,7 +197,7 @@ t.test('Redis killed mid-test: requests are answered from the upstream, the outa
   t.equal(outages.length, 1, 'logged once')
 
   await redis.start()
-  t.ok(await eventuallyTrue(async () => (await sharedAvailable(one!)) && (await sharedAvailable(two!))), 'reconnected by itself')
+  t.ok(await eventually(async () => (await sharedAvailable(one!)) && (await sharedAvailable(two!))), 'reconnected by itself')
   nock(API).get('/repos/octocat/after').reply(200, fixtures.repository, RESOURCE_HEADERS)
   await one!.app.inject({ method: 'GET', url: '/api/forge/repos?repo_name=after' })
   await reachedRedis('repo/octocat/after')
@@ -213,15 +212,16 @@ t.test('a request waiting on another replica’s production is let go at once wh
   const namespace = await namespaceOf(one!, 'probe')
   await inspector.set(`${namespace}lock:repo/octocat/hello`, 'dead-replica', { expiration: { type: 'PX', value: 60_000 } })
   nock(API).get('/repos/octocat/hello').reply(200, fixtures.repository, RESOURCE_HEADERS)
-  const started = Date.now()
+  const pings = await pingsAnswered()
   const answer = one!.app.inject({ method: 'GET', url: HELLO })
-  await eventuallyTrue(async () => one!.logLines.length > 0 && Date.now() - started > 100)
+  await waitingOnAnotherReplica(pings)
+  const stopped = Date.now()
   await redis.stop()
   const res = await answer
   t.equal(res.statusCode, 200)
-  t.ok(Date.now() - started < 2_000, `answered in ${Date.now() - started} ms, not after FORGE_TIMEOUT_MS`)
+  t.ok(Date.now() - stopped < 2_000, `answered ${Date.now() - stopped} ms after Redis went away, not after FORGE_TIMEOUT_MS`)
   await redis.start()
-  t.ok(await eventuallyTrue(() => sharedAvailable(one!)))
+  t.ok(await eventually(() => sharedAvailable(one!)))
 })
 
 t.test('a production lock Redis does not grant in time is not waited for: the request is answered alone', async (t) => {
@@ -257,16 +257,17 @@ t.test('a request waiting on another replica’s production is let go within abo
   const namespace = await namespaceOf(one!, 'probe')
   await inspector.set(`${namespace}lock:repo/octocat/hello`, 'dead-replica', { expiration: { type: 'PX', value: 60_000 } })
   nock(API).get('/repos/octocat/hello').reply(200, fixtures.repository, RESOURCE_HEADERS)
-  const started = Date.now()
+  const pings = await pingsAnswered()
   const answer = one!.app.inject({ method: 'GET', url: HELLO })
-  await eventuallyTrue(async () => Date.now() - started > 100)
+  await waitingOnAnotherReplica(pings)
+  const paused = Date.now()
   redis.pause()
   t.teardown(() => redis.resume())
   const res = await answer
   t.equal(res.statusCode, 200)
-  t.ok(Date.now() - started < 1_500, `answered in ${Date.now() - started} ms, not after FORGE_TIMEOUT_MS`)
+  t.ok(Date.now() - paused < 1_500, `answered ${Date.now() - paused} ms after Redis hung, not after FORGE_TIMEOUT_MS`)
   redis.resume()
-  t.ok(await eventuallyTrue(() => sharedAvailable(one!)))
+  t.ok(await eventually(() => sharedAvailable(one!)))
 })
 
 t.test('Redis paused (hung): requests are answered within about a second, and sharing resumes when it answers again', async (t) => {
@@ -288,19 +289,19 @@ t.test('Redis paused (hung): requests are answered within about a second, and sh
   await spare!.app.close()
   t.ok(Date.now() - closing < 1_500, `a replica stopping while Redis hangs does not hang with it (${Date.now() - closing} ms)`)
   redis.resume()
-  t.ok(await eventuallyTrue(() => sharedAvailable(one!)), 'answers are shared again')
+  t.ok(await eventually(() => sharedAvailable(one!)), 'answers are shared again')
   t.ok(one!.logLines.some((line) => line.includes('Redis connection ready')))
 })
 
 /** Waits until the answer at `key` has reached Redis: replicas write it without waiting. */
 async function reachedRedis(key: string): Promise<void> {
-  if (!(await eventuallyTrue(async () => (await inspector.keys(`*answer:${key}`)).length === 1))) throw new Error(`${key} never reached Redis`)
+  if (!(await eventually(async () => (await inspector.keys(`*answer:${key}`)).length === 1))) throw new Error(`${key} never reached Redis`)
 }
 
 async function namespaceOf(replica: TestAggregator, repo: string): Promise<string> {
   nock(API).get(`/repos/octocat/${repo}`).reply(200, fixtures.repository, RESOURCE_HEADERS)
   await replica.app.inject({ method: 'GET', url: `/api/forge/repos?repo_name=${repo}` })
-  await eventuallyTrue(async () => (await inspector.keys('*answer:*')).length > 0)
+  await eventually(async () => (await inspector.keys('*answer:*')).length > 0)
   const [key] = await inspector.keys('*answer:*')
   return key!.slice(0, key!.indexOf('answer:'))
 }
@@ -310,12 +311,14 @@ async function sharedAvailable(replica: TestAggregator): Promise<boolean> {
   return (await replica.metric('forge_shared_store_up')) === 1
 }
 
-async function eventuallyTrue(condition: () => Promise<boolean>): Promise<boolean> {
-  for (let attempt = 0; attempt < 100; attempt++) {
-    if (await condition()) return true
-    await new Promise((resolve) => setTimeout(resolve, 50))
-  }
-  return false
+/** How many PINGs Redis has answered: only a replica waiting on another's production sends them, one per probe interval. */
+async function pingsAnswered(): Promise<number> {
+  return Number(/^cmdstat_ping:calls=(\d+)/m.exec(await inspector.info('commandstats'))?.[1] ?? 0)
+}
+
+/** Resolves once a request has been waiting on another replica's production for a probe interval: its first PING. */
+async function waitingOnAnotherReplica(pingsBefore: number): Promise<void> {
+  if (!(await eventually(async () => (await pingsAnswered()) > pingsBefore))) throw new Error('no request waits on another replica')
 }
 
 t.test('RATE_LIMIT_PER_MINUTE counts in the shared Redis: replicas share each client’s count', async (t) => {
@@ -330,7 +333,7 @@ t.test('the production lock is set with an expiry: a replica that dies holding i
   const [one] = await replicas(t, 1, { env: { FORGE_TIMEOUT_MS: 5_000 } })
   nock(API).get('/repos/octocat/hello').delay(300).reply(200, fixtures.repository, RESOURCE_HEADERS)
   const answer = one!.app.inject({ method: 'GET', url: HELLO })
-  t.ok(await eventuallyTrue(async () => (await inspector.keys('*lock:repo/octocat/hello')).length === 1), 'the lock is taken')
+  t.ok(await eventually(async () => (await inspector.keys('*lock:repo/octocat/hello')).length === 1), 'the lock is taken')
   const [lock] = await inspector.keys('*lock:repo/octocat/hello')
   const pttl = await inspector.pTTL(lock!)
   t.ok(pttl > 0 && pttl <= 10_000, `PTTL ${pttl} ms: set, and no longer than twice FORGE_TIMEOUT_MS`)
@@ -341,7 +344,7 @@ t.test('a lock is released only by the replica holding it: a lock another replic
   const [one] = await replicas(t, 1, { env: { FORGE_TIMEOUT_MS: 5_000 } })
   nock(API).get('/repos/octocat/hello').delay(300).reply(200, fixtures.repository, RESOURCE_HEADERS)
   const answer = one!.app.inject({ method: 'GET', url: HELLO })
-  t.ok(await eventuallyTrue(async () => (await inspector.keys('*lock:repo/octocat/hello')).length === 1))
+  t.ok(await eventually(async () => (await inspector.keys('*lock:repo/octocat/hello')).length === 1))
   const [lock] = await inspector.keys('*lock:repo/octocat/hello')
   // What happens when the lock expired mid-production and another replica took it.
   await inspector.set(lock!, 'another-replica', { expiration: { type: 'PX', value: 60_000 } })
@@ -354,7 +357,7 @@ t.test('the replica holding a lock releases it when its production ends', async 
   const [one] = await replicas(t, 1)
   nock(API).get('/repos/octocat/hello').reply(200, fixtures.repository, RESOURCE_HEADERS)
   t.equal((await one!.app.inject({ method: 'GET', url: HELLO })).statusCode, 200)
-  t.ok(await eventuallyTrue(async () => (await inspector.keys('*lock:*')).length === 0), 'no lock left behind')
+  t.ok(await eventually(async () => (await inspector.keys('*lock:*')).length === 0), 'no lock left behind')
 })
 
 t.test('a released lock is announced: a request waiting on another replica is answered within a second of the producer', async (t) => {
@@ -362,7 +365,7 @@ t.test('a released lock is announced: a request waiting on another replica is an
   const unexpected = recordUnexpectedCalls(t)
   nock(API).get('/repos/octocat/hello').delay(500).reply(200, fixtures.repository, RESOURCE_HEADERS)
   const produced = one!.app.inject({ method: 'GET', url: HELLO }).then((res) => ({ res, at: Date.now() }))
-  t.ok(await eventuallyTrue(async () => (await inspector.keys('*lock:repo/octocat/hello')).length === 1), 'one holds the lock')
+  t.ok(await eventually(async () => (await inspector.keys('*lock:repo/octocat/hello')).length === 1), 'one holds the lock')
   const waited = two!.app.inject({ method: 'GET', url: HELLO }).then((res) => ({ res, at: Date.now() }))
   const [producer, waiter] = await Promise.all([produced, waited])
   t.equal(producer.res.headers['cache-status'], 'forge-aggregator; fwd=miss; stored')
@@ -386,10 +389,14 @@ t.test('a replica that stops mid-production releases and announces its lock: a r
   const [stopping] = await replicas(t, 1, { env, dispatcher })
   const [other] = await replicas(t, 1, { env })
   const abandoned = stopping!.app.inject({ method: 'GET', url: HELLO })
-  t.ok(await eventuallyTrue(async () => held.length === 1), 'the stopping replica holds the lock and waits on the upstream')
+  t.ok(await eventually(async () => held.length === 1), 'the stopping replica holds the lock and waits on the upstream')
 
-  const waited = other!.app.inject({ method: 'GET', url: HELLO }).then((res) => ({ res, at: Date.now() }))
-  t.equal(await Promise.race([waited.then(() => 'answered'), sleep(300, 'waiting')]), 'waiting', 'the other replica waits on that production')
+  const pings = await pingsAnswered()
+  let answered = false
+  const waited = other!.app.inject({ method: 'GET', url: HELLO }).then((res) => ((answered = true), { res, at: Date.now() }))
+  await waitingOnAnotherReplica(pings)
+  t.notOk(answered, 'the other replica waits on that production')
+  t.equal(upstream.requests.length, 1, 'rather than produce the answer alone')
   const closedAt = Date.now()
   await stopping!.app.close()
   const { res, at } = await waited
@@ -430,7 +437,7 @@ t.test('the cache partition changes with FORGE_API_URL, FORGE_FOLLOWERS_LIMIT, F
 t.test("a GitHub App's partition is its installation: another installation or App is another partition, a token never shares one", async (t) => {
   const settings = { FORGE_API_URL: API, FORGE_FOLLOWERS_LIMIT: 30, FORGE_MAX_REPO_PAGES: 10 }
   const app = (appId: string, installationId: string): UpstreamCredentials => ({ kind: 'app', appId, installationId, privateKey: createSecretKey(randomBytes(32)) })
-  const partitionOf = (credentials: UpstreamCredentials) => namespaceFor(settings, credentials)
+  const partitionOf = (credentials: UpstreamCredentials) => namespaceFor(settings, callerOf(credentials))
   t.equal(partitionOf(app('1', '2')), partitionOf(app('1', '2')), 'one installation, whatever its key and tokens: one partition')
   const partitions = [
     partitionOf(app('1', '2')),

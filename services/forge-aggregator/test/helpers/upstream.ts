@@ -27,7 +27,7 @@ export function recordUnexpectedCalls(t: { teardown(fn: () => void): void }): st
   return unexpected
 }
 
-/** Headers every upstream request must carry (DESIGN §4). */
+/** Headers every upstream request must carry (docs/design.md, "Upstream calls"). */
 export const PINNED_HEADERS = {
   accept: 'application/vnd.github+json',
   'x-github-api-version': '2022-11-28',

@@ -1,11 +1,25 @@
+import { Type } from '@sinclair/typebox'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { invalidRequest } from '../upstream-answers.ts'
-import { ErrorBody, FailureBody, NotModified, RateLimited } from '../schemas/http.ts'
-import { RepositoryAnswer, ReposQuery } from '../schemas/repos.ts'
+import { RepositoryCounts, RepositoryList } from '../upstream/answers.ts'
+import { invalidRequest, upstreamErrorAnswer } from './errors.ts'
+import { ErrorBody, FailureBody, NotModified, RateLimited, withCacheHeaders } from './schemas.ts'
 import type { ForgeRouteOptions } from './users.ts'
 
-const ONE_REPOSITORY = { notFound: 'Repository not found', failure: 'Failed to fetch repository' }
-const REPOSITORY_LIST = { notFound: 'User not found', failure: 'Failed to fetch repositories' }
+export const ReposQuery = Type.Object({
+  repo_name: Type.Optional(
+    Type.String({
+      // 1–100 of A-Za-z0-9._- and not "." or "..": a name, never a path.
+      pattern: '^(?!\\.\\.?$)[A-Za-z0-9._-]{1,100}$',
+      description: 'one repository of FORGE_DEFAULT_USER; omitted: the list of its repositories',
+    }),
+  ),
+})
+
+/** The 200 answer: one repository's counts, or the list; with the headers it carries. */
+export const RepositoryAnswer = withCacheHeaders(Type.Union([RepositoryCounts, RepositoryList]))
+
+const ONE_REPOSITORY = upstreamErrorAnswer({ notFound: 'Repository not found', failure: 'Failed to fetch repository' })
+const REPOSITORY_LIST = upstreamErrorAnswer({ notFound: 'User not found', failure: 'Failed to fetch repositories' })
 
 /** GET /api/forge/repos: one repository of the default user, or its list → `reply.sendAnswer`. */
 export const repoRoutes: FastifyPluginAsyncTypebox<ForgeRouteOptions> = async (app, { defaultUser }) => {
@@ -34,15 +48,15 @@ export const repoRoutes: FastifyPluginAsyncTypebox<ForgeRouteOptions> = async (a
         return reply.sendAnswer({
           endpoint: 'repos',
           key: `repos/${owner}`,
-          produce: (call) => app.forge.repositoryList(defaultUser, call),
-          messages: REPOSITORY_LIST,
+          produce: (call) => app.upstream.service.repositoryList(defaultUser, call),
+          errorAnswer: REPOSITORY_LIST,
         })
       }
       return reply.sendAnswer({
         endpoint: 'repos',
         key: `repo/${owner}/${repo.toLowerCase()}`,
-        produce: (call) => app.forge.repositoryCounts(defaultUser, repo, call),
-        messages: ONE_REPOSITORY,
+        produce: (call) => app.upstream.service.repositoryCounts(defaultUser, repo, call),
+        errorAnswer: ONE_REPOSITORY,
       })
     },
   )

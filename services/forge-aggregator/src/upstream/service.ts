@@ -1,9 +1,8 @@
-import { upstreamPath, type ForgeClient, type UpstreamCall } from './forge-client.ts'
-import { UpstreamNotFound, UpstreamRateLimited } from './upstream-errors.ts'
 import { buildUserOverview, countedRepos, MAX_PER_PAGE, pagesFor, toRepository, toRepositoryCounts } from './aggregate.ts'
-import { upstreamBodies, type UpstreamRepo, type UpstreamRepos } from './schemas/upstream.ts'
-import type { UserOverview } from './schemas/users.ts'
-import type { RepositoryCounts, RepositoryList } from './schemas/repos.ts'
+import type { RepositoryCounts, RepositoryList, UserOverview } from './answers.ts'
+import { upstreamBodies, type UpstreamRepo, type UpstreamRepos } from './bodies.ts'
+import { upstreamPath, type ForgeClient, type UpstreamCall } from './client.ts'
+import { UpstreamNotFound, UpstreamRateLimited } from './errors.ts'
 
 export interface ForgeServiceOptions {
   client: ForgeClient
@@ -17,11 +16,14 @@ export interface ForgeServiceOptions {
   authentication: 'anonymous' | 'token' | 'app'
 }
 
-/** An answer as the upstream's calls make it, before it is serialized and kept. */
-export interface Produced<Answer> {
-  answer: Answer
+/**
+ * An answer as producing makes it: its body (the object the upstream's calls make, then the text
+ * it is serialized to once, as it is kept and sent) and what it holds.
+ */
+export interface Produced<Body> {
+  body: Body
   /** Statistics it could not fill (`totalIssues`, `totalPRs`). */
-  partial: string[]
+  partial: readonly string[]
   /** Whether it shows a private repository: then only the caller may keep it. */
   isPrivate: boolean
   /**
@@ -32,8 +34,9 @@ export interface Produced<Answer> {
 }
 
 /**
- * What each endpoint asks the upstream for (DESIGN §4), and how the answers combine. `call`
- * carries the request's logger: every line about its upstream calls carries its request id.
+ * What each endpoint asks the upstream for (docs/design.md, "Upstream calls"), and how the answers
+ * combine. `call` carries the request's logger: every line about its upstream calls carries its
+ * request id.
  */
 export interface ForgeService {
   userOverview(login: string, call: UpstreamCall): Promise<Produced<UserOverview>>
@@ -119,12 +122,12 @@ export function createForgeService(options: ForgeServiceOptions): ForgeService {
       const issuesCall = searchCount(login, 'issue', call)
       const prsCall = searchCount(login, 'pr', call)
 
-      const [profile, repos, followers] = await settleInOrder([profileCall, reposCall, followersCall] as const)
+      const [profile, repos, followers] = await allOrMostTellingFailure([profileCall, reposCall, followersCall] as const)
       const [issues, prs] = await Promise.all([issuesCall, prsCall])
       const missing = [...(issues.count === undefined ? [['totalIssues', issues] as const] : []), ...(prs.count === undefined ? [['totalPRs', prs] as const] : [])]
       const resumes = missing.map(([, outcome]) => outcome.resumesAt)
       return {
-        answer: buildUserOverview({ profile, repos: countedRepos(repos), followers, totalIssues: issues.count ?? 0, totalPRs: prs.count ?? 0 }),
+        body: buildUserOverview({ profile, repos: countedRepos(repos), followers, totalIssues: issues.count ?? 0, totalPRs: prs.count ?? 0 }),
         partial: missing.map(([name]) => name),
         isPrivate: false,
         partialUntil: resumes.length > 0 && resumes.every((at) => at !== undefined) ? Math.min(...(resumes)) : undefined,
@@ -133,7 +136,7 @@ export function createForgeService(options: ForgeServiceOptions): ForgeService {
 
     async repositoryCounts(owner, repo, call) {
       const repository = await client.get(upstreamPath`/repos/${owner}/${repo}`, upstreamBodies.repository, undefined, call)
-      return { answer: toRepositoryCounts(repository), partial: [], isPrivate: repository.private }
+      return { body: toRepositoryCounts(repository), partial: [], isPrivate: repository.private }
     },
 
     async repositoryList(owner, call) {
@@ -146,7 +149,7 @@ export function createForgeService(options: ForgeServiceOptions): ForgeService {
             ? await installationRepos(call)
             : await client.get(upstreamPath`/users/${owner}/repos`, upstreamBodies.repos, query, call)
       const list = { repos: repos.map(toRepository), totalCount: repos.length }
-      return { answer: list, partial: [], isPrivate: list.repos.some((repository) => repository.isPrivate) }
+      return { body: list, partial: [], isPrivate: list.repos.some((repository) => repository.isPrivate) }
     },
   }
 }
@@ -161,7 +164,7 @@ function lastUpdate(repo: UpstreamRepo): string {
  * explains them all, whichever finished first: the profile's own error (404 means "user not
  * found"), else a rate limit, else a 404, else the first failure in call order.
  */
-async function settleInOrder<const Calls extends readonly Promise<unknown>[]>(
+async function allOrMostTellingFailure<const Calls extends readonly Promise<unknown>[]>(
   calls: Calls,
 ): Promise<{ -readonly [Index in keyof Calls]: Awaited<Calls[Index]> }> {
   const settled = await Promise.allSettled(calls)

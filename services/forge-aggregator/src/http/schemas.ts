@@ -1,11 +1,8 @@
 import { Type, type Static, type TSchema } from '@sinclair/typebox'
 
-/** A field the upstream may give as null: returned as null, key present. */
-export const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()])
-
 const header = (description: string) => ({ type: 'string', description })
 
-/** The response headers of an answer from the cache (DESIGN §4, §7), as the OpenAPI document shows them. */
+/** The response headers of an answer from the cache (docs/design.md, "Caching"), as the OpenAPI document shows them. */
 const CACHING_HEADERS = {
   ETag: header('strong validator of the body; send it back in If-None-Match'),
   'Cache-Control': header('public (private when the answer holds private data), max-age = seconds the answer stays fresh'),
@@ -13,8 +10,8 @@ const CACHING_HEADERS = {
   Age: header('seconds since the answer was produced'),
 }
 
-/** Marks a success schema with the headers a cached answer carries. */
-export const CachedAnswer = <T extends TSchema>(schema: T, extraHeaders: Record<string, unknown> = {}) =>
+/** A success schema with the headers a cached answer carries. */
+export const withCacheHeaders = <T extends TSchema>(schema: T, extraHeaders: Record<string, unknown> = {}) =>
   Type.Unsafe<Static<T>>({ ...schema, headers: { ...CACHING_HEADERS, ...extraHeaders } })
 
 export const ErrorBody = Type.Object({ error: Type.String() })

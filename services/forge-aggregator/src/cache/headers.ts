@@ -1,23 +1,23 @@
-import type { CacheAnswer } from './response-cache.ts'
+import type { ServedAnswer } from './response-cache.ts'
 
 /** RFC 9211: the name this cache signs its `Cache-Status` entries with. */
 export const CACHE_NAME = 'forge-aggregator'
 
-/** The `Cache-Status` of an answer (RFC 9211, in the terms DESIGN §7 fixes); `ttlSeconds` of a hit. */
-export function cacheStatus(answer: CacheAnswer, ttlSeconds: number): string {
-  switch (answer.result) {
+/** The `Cache-Status` of an answer (RFC 9211, in the terms of docs/design.md, "Caching"); `ttlSeconds` of a hit. */
+export function cacheStatus(served: ServedAnswer, ttlSeconds: number): string {
+  switch (served.result) {
     case 'hit':
       return `${CACHE_NAME}; hit; ttl=${ttlSeconds}`
     case 'miss':
-      return answer.stored ? `${CACHE_NAME}; fwd=miss; stored` : `${CACHE_NAME}; fwd=miss`
+      return served.stored ? `${CACHE_NAME}; fwd=miss; stored` : `${CACHE_NAME}; fwd=miss`
     case 'collapsed':
       return `${CACHE_NAME}; fwd=miss; collapsed`
     case 'revalidated':
-      return answer.stored ? `${CACHE_NAME}; fwd=stale; stored` : `${CACHE_NAME}; fwd=stale`
+      return served.stored ? `${CACHE_NAME}; fwd=stale; stored` : `${CACHE_NAME}; fwd=stale`
     case 'stale':
-      return answer.staleBecause === 'budget'
+      return served.staleBecause === 'budget'
         ? `${CACHE_NAME}; hit; fwd=stale; detail=budget`
-        : `${CACHE_NAME}; hit; fwd=stale${answer.failedStatus === undefined ? '' : `; fwd-status=${answer.failedStatus}`}; detail=stale-if-error`
+        : `${CACHE_NAME}; hit; fwd=stale${served.failedStatus === undefined ? '' : `; fwd-status=${served.failedStatus}`}; detail=stale-if-error`
   }
 }
 

@@ -1,9 +1,9 @@
 import { createPrivateKey, type KeyObject } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import { ConfigError } from '@repo/config'
-import type { ForgeAggregatorConfig } from './config.ts'
+import type { ForgeAggregatorConfig } from '../config.ts'
 
-/** A GitHub App installation the service calls as (DESIGN §13). */
+/** A GitHub App installation the service calls as (docs/design.md, "GitHub App"). */
 export interface AppCredentials {
   appId: string
   installationId: string
@@ -12,6 +12,17 @@ export interface AppCredentials {
 
 /** How the service authenticates upstream: not at all, with a personal token, or as an App installation. */
 export type UpstreamCredentials = { kind: 'anonymous' } | { kind: 'token'; token: string } | ({ kind: 'app' } & AppCredentials)
+
+/**
+ * Whom the upstream answers, as the shared cache's namespace tells deployments apart: the token
+ * (only ever hashed there), a GitHub App's installation (app and installation id, not its token,
+ * which changes every hour: a renewal keeps every answer, held body and the budget; docs/design.md,
+ * "GitHub App"), or nobody.
+ */
+export function callerOf(credentials: UpstreamCredentials): string | null {
+  if (credentials.kind === 'token') return credentials.token
+  return credentials.kind === 'app' ? `app:${credentials.appId}:${credentials.installationId}` : null
+}
 
 type CredentialSettings = Pick<
   ForgeAggregatorConfig,

@@ -1,14 +1,28 @@
+import { Type } from '@sinclair/typebox'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { invalidRequest } from '../upstream-answers.ts'
-import { ErrorBody, FailureBody, NotModified, RateLimited } from '../schemas/http.ts'
-import { UserAnswer, UsersQuery } from '../schemas/users.ts'
+import { LOGIN_PATTERN } from '../config.ts'
+import { UserOverview } from '../upstream/answers.ts'
+import { invalidRequest, upstreamErrorAnswer } from './errors.ts'
+import { ErrorBody, FailureBody, NotModified, RateLimited, withCacheHeaders } from './schemas.ts'
 
 export interface ForgeRouteOptions {
   /** `FORGE_DEFAULT_USER`. */
   defaultUser: string
 }
 
-const MESSAGES = { notFound: 'User not found', failure: 'Failed to fetch forge data' }
+export const UsersQuery = Type.Object({
+  user_name: Type.Optional(Type.String({ pattern: LOGIN_PATTERN, description: 'defaults to FORGE_DEFAULT_USER' })),
+})
+
+/** The 200 answer, with the headers it carries. */
+export const UserAnswer = withCacheHeaders(UserOverview, {
+  'X-Forge-Partial': {
+    type: 'string',
+    description: 'present when the issue or pull-request search failed: the missing fields (totalIssues, totalPRs), comma-separated',
+  },
+})
+
+const ERROR_ANSWER = upstreamErrorAnswer({ notFound: 'User not found', failure: 'Failed to fetch forge data' })
 
 /** GET /api/forge/users: a validated login → its key and its production → `reply.sendAnswer`. */
 export const userRoutes: FastifyPluginAsyncTypebox<ForgeRouteOptions> = async (app, { defaultUser }) => {
@@ -29,8 +43,8 @@ export const userRoutes: FastifyPluginAsyncTypebox<ForgeRouteOptions> = async (a
         endpoint: 'users',
         // Logins are case-insensitive upstream: one answer per user, however it is spelled.
         key: `users/${login.toLowerCase()}`,
-        produce: (call) => app.forge.userOverview(login, call),
-        messages: MESSAGES,
+        produce: (call) => app.upstream.service.userOverview(login, call),
+        errorAnswer: ERROR_ANSWER,
       })
     },
   )

@@ -1,12 +1,13 @@
+import { createHash } from 'node:crypto'
 import fp from 'fastify-plugin'
 import { redisSentinels } from '@repo/config'
 import { createRedisConnection, type RedisConnection, type RedisTarget } from '@repo/service-kit'
 import type { ForgeAggregatorConfig } from '../config.ts'
-import type { UpstreamCredentials } from '../upstream-credentials.ts'
-import { createProductionLock, type ProductionLock } from '../shared-cache/production-lock.ts'
-import { createSharedStore, namespaceFor, type SharedStore } from '../shared-cache/shared-store.ts'
+import { createProductionLock, type ProductionLock } from './lock.ts'
+import { createSharedStore, type SharedStore } from './store.ts'
+import { STORE_FORMAT_VERSION } from './stored.ts'
 
-/** What replicas share through `REDIS_URL` or `REDIS_SENTINELS` (DESIGN §7). */
+/** What replicas share through `REDIS_URL` or `REDIS_SENTINELS` (docs/design.md, "Sharing across replicas"). */
 export interface SharedCache {
   /** The one Redis connection (the rate limit counts on its client too). */
   connection: RedisConnection
@@ -23,41 +24,43 @@ declare module 'fastify' {
   }
 }
 
-export interface SharedStorePluginOptions {
-  config: Pick<
-    ForgeAggregatorConfig,
-    | 'REDIS_URL'
-    | 'REDIS_SENTINELS'
-    | 'REDIS_SENTINEL_NAME'
-    | 'REDIS_USERNAME'
-    | 'REDIS_PASSWORD'
-    | 'REDIS_CA_FILE'
-    | 'FORGE_API_URL'
-    | 'FORGE_FOLLOWERS_LIMIT'
-    | 'FORGE_MAX_REPO_PAGES'
-    | 'FORGE_TIMEOUT_MS'
-  >
-  /** Whom the upstream answers: part of the namespace. */
-  credentials: UpstreamCredentials
+type NamespaceSettings = Pick<ForgeAggregatorConfig, 'FORGE_API_URL' | 'FORGE_FOLLOWERS_LIMIT' | 'FORGE_MAX_REPO_PAGES'>
+
+export interface SharedCachePluginOptions {
+  config: NamespaceSettings &
+    Pick<ForgeAggregatorConfig, 'REDIS_URL' | 'REDIS_SENTINELS' | 'REDIS_SENTINEL_NAME' | 'REDIS_USERNAME' | 'REDIS_PASSWORD' | 'REDIS_CA_FILE' | 'FORGE_TIMEOUT_MS'>
+  /** Whom the upstream answers (`callerOf`): part of the namespace. */
+  caller: string | null
 }
 
 /** How often a Redis set aside, or one a waiter depends on, is asked whether it answers again. */
 const PROBE_INTERVAL_MS = 250
 
 /**
+ * The key prefix of one deployment: the stored format's version, then a hash of what decides
+ * its answers (the API URL, the caller, the settings that shape an answer), so that deployments
+ * sharing one Redis never see each other's answers, and versions of the service storing
+ * different shapes never read each other's entries. The caller (a token) goes into the hash only.
+ */
+export function namespaceFor(config: NamespaceSettings, caller: string | null): string {
+  const settings = [config.FORGE_API_URL, caller, config.FORGE_FOLLOWERS_LIMIT, config.FORGE_MAX_REPO_PAGES]
+  return `forge:${STORE_FORMAT_VERSION}:${createHash('sha256').update(JSON.stringify(settings)).digest('base64url').slice(0, 16)}:`
+}
+
+/**
  * With `REDIS_URL` or `REDIS_SENTINELS` (not both: a `ConfigError`): one resilient Redis
  * connection (`forge_shared_store_up`), the shared store on it under this deployment's namespace,
  * and the production lock; closed with the app. Without either, `app.sharedCache` is undefined.
  */
-export const sharedStore = fp<SharedStorePluginOptions>(
-  async (app, { config, credentials }) => {
+export const sharedCache = fp<SharedCachePluginOptions>(
+  async (app, { config, caller }) => {
     const sentinels = redisSentinels(config)
     const target: RedisTarget | undefined = sentinels ?? (config.REDIS_URL === undefined ? undefined : { url: config.REDIS_URL })
     if (!target) {
       app.decorate('sharedCache', undefined)
       return
     }
-    const namespace = namespaceFor(config, credentials)
+    const namespace = namespaceFor(config, caller)
     const connection = createRedisConnection({
       target: { ...target, username: config.REDIS_USERNAME, password: config.REDIS_PASSWORD, caFile: config.REDIS_CA_FILE },
       logger: app.log,
@@ -73,5 +76,5 @@ export const sharedStore = fp<SharedStorePluginOptions>(
       await connection.close()
     })
   },
-  { name: 'shared-store', fastify: '5.x' },
+  { name: 'shared-cache', fastify: '5.x' },
 )

@@ -1,16 +1,13 @@
-import { createHash } from 'node:crypto'
 import { Counter, type Registry } from 'prom-client'
 import type { RedisConnection } from '@repo/service-kit'
-import type { ForgeAggregatorConfig } from '../config.ts'
-import type { UpstreamCredentials } from '../upstream-credentials.ts'
-import { STORE_FORMAT_VERSION, type StoredEntry, type StoredKind } from '../schemas/stored.ts'
+import type { StoredEntry, StoredKind } from './stored.ts'
 
 /**
- * What replicas share in Redis (DESIGN §7): answers, held upstream bodies and the rate-limit
- * budget, each under the deployment's namespace and with an expiry. Best effort: a Redis that
- * cannot answer reads as empty and writes nothing, and the caller carries on with what its own
- * process knows. Every value read is checked against its schema: one that fails is a miss, and
- * counted.
+ * What replicas share in Redis (docs/design.md, "Sharing across replicas"): answers, held upstream
+ * bodies and the rate-limit budget, each under the deployment's namespace and with an expiry. Best
+ * effort: a Redis that cannot answer reads as empty and writes nothing, and the caller carries on
+ * with what its own process knows. Every value read is checked against its schema: one that fails
+ * is a miss, and counted.
  */
 export interface SharedStore {
   /** The value at `key` when it passes `entry`'s schema; undefined when absent, rejected, or Redis cannot say. */
@@ -19,23 +16,6 @@ export interface SharedStore {
   set(key: string, value: string, ttlMs: number): Promise<void>
   /** Removes `key`; does not wait for Redis. */
   delete(key: string): void
-}
-
-/**
- * The key prefix of one deployment: the stored format's version, then a hash of what decides
- * its answers (the API URL, the token, the settings that shape an answer), so that deployments
- * sharing one Redis never see each other's answers, and versions of the service storing
- * different shapes never read each other's entries. The token goes into the hash only. A GitHub
- * App is its installation (app and installation id), not its token, which changes every hour:
- * a renewal keeps every answer, held body and the budget (DESIGN §13).
- */
-export function namespaceFor(
-  config: Pick<ForgeAggregatorConfig, 'FORGE_API_URL' | 'FORGE_FOLLOWERS_LIMIT' | 'FORGE_MAX_REPO_PAGES'>,
-  credentials: UpstreamCredentials,
-): string {
-  const caller = credentials.kind === 'token' ? credentials.token : credentials.kind === 'app' ? `app:${credentials.appId}:${credentials.installationId}` : null
-  const settings = [config.FORGE_API_URL, caller, config.FORGE_FOLLOWERS_LIMIT, config.FORGE_MAX_REPO_PAGES]
-  return `forge:${STORE_FORMAT_VERSION}:${createHash('sha256').update(JSON.stringify(settings)).digest('base64url').slice(0, 16)}:`
 }
 
 /** A `SharedStore` on `connection`, its keys under `namespace`; rejected entries counted in `registry`. */

@@ -1,9 +1,7 @@
-import type { Dispatcher } from 'undici'
-import { storedEntries, type BudgetState } from './schemas/stored.ts'
-import type { SharedStore } from './shared-cache/shared-store.ts'
-import { BudgetSpent } from './upstream-errors.ts'
+import { storedEntries, type BudgetState } from '../shared-cache/stored.ts'
+import type { SharedStore } from '../shared-cache/store.ts'
 
-export type { BudgetState } from './schemas/stored.ts'
+export type { BudgetState } from '../shared-cache/stored.ts'
 
 /** The upstream rate-limit resources this service spends: REST calls and searches. */
 export type RateLimitResource = 'core' | 'search'
@@ -22,20 +20,22 @@ export interface RateLimitBudgetOptions {
 }
 
 /** Headers as undici gives them. */
-type Headers = Record<string, string | string[] | undefined>
+export type Headers = Record<string, string | string[] | undefined>
 
 /** What a call asks of the budget: the resource it spends, and whether it only revalidates a known answer. */
 export interface BudgetedCall {
   resource: RateLimitResource
   /**
    * The call revalidates an answer the service could still send stale: below the reserve it is
-   * not made, so that what is left goes to users never seen (DESIGN §7).
+   * not made, so that what is left goes to users never seen
+   * (docs/design.md, "Rate-limit budget").
    */
   revalidates: boolean
 }
 
 /**
- * The upstream's rate-limit budget, from the `X-RateLimit-*` headers of every answer (DESIGN §7).
+ * The upstream's rate-limit budget, from the `X-RateLimit-*` headers of every answer
+ * (docs/design.md, "Rate-limit budget").
  * GitHub asks integrations to stop calling a spent resource until it resets ("continuing may
  * result in the banning of your integration"), so a spent resource is not called at all.
  * With a shared store, every replica's answers feed one budget: a limit one replica hit is
@@ -131,53 +131,6 @@ export class RateLimitBudget {
   #set(resource: RateLimitResource, state: BudgetState): void {
     this.#states.set(resource, state)
     this.#options.onChange?.(resource, state)
-  }
-}
-
-/** The dispatch option through which `ForgeClient` tells the budget what a call spends. */
-export interface BudgetedDispatchOptions extends Dispatcher.DispatchOptions {
-  budgetedCall: BudgetedCall
-}
-
-/**
- * The one place the budget is applied, as the outermost interceptor of the client's dispatcher:
- * a call the budget forbids fails with `BudgetSpent` before anything is sent, and every answer
- * that comes back, a 304 included, is recorded (with its wait when it is a rate limit).
- * `retryAfterSeconds` reads a rate-limit answer's headers and body.
- */
-export function budgetInterceptor(
-  budget: RateLimitBudget,
-  now: () => number,
-  retryAfterSeconds: (statusCode: number, headers: Headers, text: string) => number | undefined,
-): Dispatcher.DispatcherComposeInterceptor {
-  return (dispatch) => (opts, handler) => {
-    // Every call reaches it from `ForgeClient.get`, which always says what it spends.
-    const call = (opts as BudgetedDispatchOptions).budgetedCall
-    const resumesAt = budget.resumesAt(call)
-    if (resumesAt !== undefined) throw BudgetSpent.until(resumesAt, now())
-
-    let statusCode = 0
-    let headers: Headers = {}
-    let text = ''
-    const isRateLimit = () => statusCode === 403 || statusCode === 429
-    return dispatch(opts, {
-      onRequestStart: (controller, context) => handler.onRequestStart?.(controller, context),
-      onResponseError: (controller, error) => handler.onResponseError?.(controller, error),
-      onResponseStart(controller, status, responseHeaders, statusMessage) {
-        statusCode = status
-        headers = responseHeaders
-        if (!isRateLimit()) budget.record(call.resource, headers)
-        return handler.onResponseStart?.(controller, status, responseHeaders, statusMessage)
-      },
-      onResponseData(controller, chunk) {
-        if (isRateLimit() && text.length < 4096) text += chunk.toString()
-        return handler.onResponseData?.(controller, chunk)
-      },
-      onResponseEnd(controller, trailers) {
-        if (isRateLimit()) budget.record(call.resource, headers, retryAfterSeconds(statusCode, headers, text))
-        return handler.onResponseEnd?.(controller, trailers)
-      },
-    })
   }
 }
 

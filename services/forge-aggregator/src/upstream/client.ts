@@ -1,17 +1,17 @@
-import { AsyncLocalStorage } from 'node:async_hooks'
 import { performance } from 'node:perf_hooks'
-import { Agent, interceptors, type Dispatcher } from 'undici'
+import { Agent, type Dispatcher } from 'undici'
 import { LRUCache } from 'lru-cache'
 import type { TSchema } from '@sinclair/typebox'
 import type { TypeCheck } from '@sinclair/typebox/compiler'
 import type { FastifyBaseLogger } from 'fastify'
-import { budgetInterceptor, resourceOfPath, type BudgetedDispatchOptions, type RateLimitBudget } from './rate-limit-budget.ts'
-import type { UpstreamMetrics } from './metrics.ts'
-import { storedEntries, type HeldBody } from './schemas/stored.ts'
-import type { SharedStore } from './shared-cache/shared-store.ts'
-import { BudgetSpent, UpstreamFailure, UpstreamNotFound, UpstreamRateLimited } from './upstream-errors.ts'
+import type { SharedStore } from '../shared-cache/store.ts'
+import { storedEntries, type HeldBody } from '../shared-cache/stored.ts'
+import { resourceOfPath, type RateLimitBudget } from './budget.ts'
+import type { AppCredentials } from './credentials.ts'
+import { BudgetSpent, UpstreamFailure, UpstreamNotFound, UpstreamRateLimited } from './errors.ts'
 import { createInstallationTokens, type InstallationAccount } from './installation-token.ts'
-import type { AppCredentials } from './upstream-credentials.ts'
+import { upstreamInterceptors, type BudgetedDispatchOptions } from './interceptors.ts'
+import type { UpstreamMetrics } from './metrics.ts'
 
 /** The REST API version every request pins (spec: "pinned to 2022-11-28"). */
 const API_VERSION = '2022-11-28'
@@ -21,7 +21,7 @@ export interface ForgeClientOptions {
   baseUrl: string
   /** A personal token, sent as it is with every call. */
   token?: string | undefined
-  /** A GitHub App installation: every call carries its installation token (DESIGN §13). Excludes `token`. */
+  /** A GitHub App installation: every call carries its installation token (docs/design.md, "GitHub App"). Excludes `token`. */
   app?: AppCredentials | undefined
   /** Deadline of one call, retries and body included. */
   timeoutMs: number
@@ -34,8 +34,8 @@ export interface ForgeClientOptions {
   budget: RateLimitBudget
   /** Where replicas share the held bodies; absent, each process holds its own. */
   store?: SharedStore | undefined
-  /** The wall clock in ms (rate-limit resets are epoch seconds); tests bring their own. */
-  now?: () => number
+  /** The app's wall clock in ms (rate-limit resets are epoch seconds). */
+  now: () => number
   /** Where every call is counted and timed. */
   metrics?: UpstreamMetrics | undefined
   /** The dispatcher to build on; a keep-alive `Agent` unless a test brings its own. */
@@ -78,40 +78,6 @@ function encodeSegment(segment: string): string {
   return encodeURIComponent(segment)
 }
 
-// Retries only what a retry can fix, within the call's deadline: undici's default (5 tries,
-// up to 30 s apart, 429 included) would outlive a 10 s deadline and retry rate limits.
-const RETRY = interceptors.retry({
-  methods: ['GET'],
-  statusCodes: [502, 503, 504],
-  errorCodes: ['ECONNRESET', 'EPIPE', 'UND_ERR_SOCKET'],
-  maxRetries: 2,
-  minTimeout: 100,
-  timeoutFactor: 2,
-  maxTimeout: 1_000,
-  retryAfter: false,
-  // The last attempt's answer reaches us as an answer (a 503), not as a retry error.
-  throwOnError: false,
-})
-/**
- * Answers reach an interceptor in the async context of the connection they came on, which is
- * the context of the call that opened it: a retry scheduled there would be traced (and its
- * `traceparent` sent) in that earlier request's trace. Placed under the retry interceptor, this
- * runs its decisions in the context of the call being retried. A snapshot costs next to nothing
- * when nothing (no tracing) keeps a context.
- */
-const IN_CALLERS_CONTEXT: Dispatcher.DispatcherComposeInterceptor = (dispatch) => (opts, handler) => {
-  const inCallersContext = AsyncLocalStorage.snapshot()
-  return dispatch(opts, {
-    onRequestStart: (controller, context) => handler.onRequestStart?.(controller, context),
-    onResponseStart: (controller, statusCode, headers, statusMessage) =>
-      inCallersContext(() => handler.onResponseStart?.(controller, statusCode, headers, statusMessage)),
-    onResponseData: (controller, chunk) => handler.onResponseData?.(controller, chunk),
-    onResponseEnd: (controller, trailers) => inCallersContext(() => handler.onResponseEnd?.(controller, trailers)),
-    onResponseError: (controller, error) => inCallersContext(() => handler.onResponseError?.(controller, error)),
-  })
-}
-// Renamed users and repositories answer 301/307 to their new name (DESIGN §4: at most 3).
-const REDIRECT = interceptors.redirect({ maxRedirections: 3 })
 const MAX_BODY_BYTES = 32 * 1024 * 1024
 /** GitHub: after a 429 or a secondary rate limit without `Retry-After`, "wait at least one minute". */
 const DEFAULT_RATE_LIMIT_WAIT_SECONDS = 60
@@ -121,10 +87,8 @@ const SHARED_HELD_TTL_MS = 24 * 60 * 60 * 1000
 const MAX_UPSTREAM_MESSAGE_LENGTH = 200
 
 /**
- * A `ForgeClient` on one keep-alive undici dispatcher composed of undici's own interceptors.
- * `compose` wraps each interceptor around the ones before it, so the last is outermost: the
- * budget first decides whether a call may be made at all and sees every answer, then
- * concurrent identical GETs are deduplicated, sharing one call and its retries.
+ * A `ForgeClient` on one keep-alive undici dispatcher composed of undici's own interceptors and
+ * the budget's (`upstreamInterceptors`).
  *
  * Revalidation is one hand-written layer: the last body and ETag of every upstream URL are
  * held (bounded; shared by the replicas when a shared store is given), and every request for a
@@ -137,14 +101,13 @@ const MAX_UPSTREAM_MESSAGE_LENGTH = 200
  * `FORGE_CACHE_TTL_SECONDS`'s decision, made by the response cache, not the upstream's `max-age`.
  */
 export function createForgeClient(options: ForgeClientOptions): ForgeClient {
-  const { token, timeoutMs, store, metrics, budget } = options
-  const now = options.now ?? Date.now
+  const { token, timeoutMs, store, metrics, budget, now } = options
   const base = new URL(options.baseUrl)
   const origin = base.origin
   const basePath = base.pathname.replace(/\/+$/, '')
   const agent = options.dispatcher ?? new Agent({ keepAliveTimeout: 30_000, maxResponseSize: MAX_BODY_BYTES })
   const retryAfter = (statusCode: number, headers: Dispatcher.ResponseData['headers'], text: string) => retryAfterSeconds(statusCode, headers, text, now())
-  const dispatcher = agent.compose(REDIRECT, IN_CALLERS_CONTEXT, RETRY, interceptors.deduplicate(), budgetInterceptor(budget, now, retryAfter))
+  const dispatcher = agent.compose(upstreamInterceptors(budget, now, retryAfter))
   const held =
     options.revalidationMaxBytes > 0
       ? new LRUCache<string, HeldBody>({ maxSize: options.revalidationMaxBytes, sizeCalculation: (entry) => entry.text.length + entry.etag.length })
@@ -319,7 +282,7 @@ function upstreamMessage(text: string): string | undefined {
 }
 
 /**
- * Seconds to wait before asking again (DESIGN §4). `Retry-After` is authoritative when present.
+ * Seconds to wait before asking again (docs/design.md, "Errors"). `Retry-After` is authoritative when present.
  * Only a spent primary limit (`X-RateLimit-Remaining: 0`) makes `X-RateLimit-Reset` the answer:
  * a plain "forbidden" also carries a reset, and must not tell clients to wait an hour. A 429 or a
  * secondary rate limit without either waits GitHub's minute; anything else gets no advice.

@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { ErrorBody } from '../schemas/http.ts'
+import { ErrorBody } from './schemas.ts'
 
 const Status = Type.Object({ status: Type.String() })
 

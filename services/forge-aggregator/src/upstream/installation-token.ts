@@ -2,8 +2,8 @@ import { sign } from 'node:crypto'
 import { Type } from '@sinclair/typebox'
 import { TypeCompiler } from '@sinclair/typebox/compiler'
 import type { FastifyBaseLogger } from 'fastify'
-import type { AppCredentials } from './upstream-credentials.ts'
-import { UpstreamFailure } from './upstream-errors.ts'
+import type { AppCredentials } from './credentials.ts'
+import { UpstreamFailure } from './errors.ts'
 
 /**
  * GitHub: set `iat` 60 s in the past against clock drift; `exp` no more than 10 minutes ahead
@@ -12,7 +12,7 @@ import { UpstreamFailure } from './upstream-errors.ts'
  */
 const JWT_BACKDATE_SECONDS = 60
 const JWT_LIFETIME_SECONDS = 9 * 60
-/** An installation token is renewed this long before its `expires_at` (DESIGN §13). */
+/** An installation token is renewed this long before its `expires_at` (docs/design.md, "GitHub App"). */
 export const RENEW_BEFORE_EXPIRY_MS = 5 * 60 * 1000
 
 /** `POST /app/installations/{id}/access_tokens` (201): the token and when it expires. */
@@ -64,7 +64,7 @@ function base64url(value: object): string {
 }
 
 /**
- * Installation tokens for `app` (DESIGN §13): minted with a fresh JWT at
+ * Installation tokens for `app` (docs/design.md, "GitHub App"): minted with a fresh JWT at
  * `POST /app/installations/{id}/access_tokens`, held in memory only, renewed 5 minutes before their
  * `expires_at` or when the upstream refuses them; concurrent renewals share one call.
  */

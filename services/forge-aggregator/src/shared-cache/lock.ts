@@ -5,10 +5,10 @@ import type { FastifyBaseLogger } from 'fastify'
 import type { RedisConnection, RedisSubscriber } from '@repo/service-kit'
 
 /**
- * A claim on producing one answer across replicas (DESIGN §7): `mine` when this replica took the
- * lock (release it when done), `theirs` when another replica holds it (`released` settles when
- * it announces the end, when Redis can no longer tell, or after the wait), `unknown` when Redis
- * cannot say (then produce alone).
+ * A claim on producing one answer across replicas (docs/design.md, "Sharing across replicas"):
+ * `mine` when this replica took the lock (release it when done), `theirs` when another replica
+ * holds it (`released` settles when it announces the end, when Redis can no longer tell, or after
+ * the wait), `unknown` when Redis cannot say (then produce alone).
  */
 export type ProductionClaim = { kind: 'mine'; release(): void } | { kind: 'theirs'; released: Promise<void> } | { kind: 'unknown' }
 

@@ -1,11 +1,11 @@
-import type { ForgeAggregatorConfig } from './config.ts'
+import type { ForgeAggregatorConfig } from '../config.ts'
 
 /** Bytes each in-process cache may hold, out of `FORGE_CACHE_MAX_MB`. */
 export interface CacheMemory {
   /** The assembled answers (`ResponseCache`). */
   answerBytes: number
   /** The upstream bodies held for revalidation (`ForgeClient`). */
-  heldBodyBytes: number
+  revalidationMaxBytes: number
 }
 
 /** Assembled answers are small, upstream bodies are not: a quarter for answers, the rest for bodies. */
@@ -19,6 +19,6 @@ export function cacheMemory(config: Pick<ForgeAggregatorConfig, 'FORGE_CACHE_MAX
   const total = config.FORGE_CACHE_MAX_MB * 1024 * 1024
   return {
     answerBytes: total * ANSWER_SHARE,
-    heldBodyBytes: config.FORGE_CACHE_TTL_SECONDS === 0 ? 0 : total * (1 - ANSWER_SHARE),
+    revalidationMaxBytes: config.FORGE_CACHE_TTL_SECONDS === 0 ? 0 : total * (1 - ANSWER_SHARE),
   }
 }

@@ -1,16 +1,23 @@
 import fp from 'fastify-plugin'
 import type { Dispatcher } from 'undici'
 import type { ForgeAggregatorConfig } from '../config.ts'
-import { createForgeClient } from '../forge-client.ts'
-import { createForgeService, type ForgeService } from '../forge-service.ts'
-import { createUpstreamMetrics } from '../metrics.ts'
-import { RateLimitBudget } from '../rate-limit-budget.ts'
-import type { UpstreamCredentials } from '../upstream-credentials.ts'
+import { RateLimitBudget } from './budget.ts'
+import { createForgeClient, type ForgeClient } from './client.ts'
+import type { UpstreamCredentials } from './credentials.ts'
+import { createUpstreamMetrics } from './metrics.ts'
+import { createForgeService, type ForgeService } from './service.ts'
+
+/** The upstream as the app holds it. */
+export interface Upstream {
+  /** What each endpoint asks the upstream for. */
+  service: ForgeService
+  /** The one client every call goes through: the service's. */
+  client: ForgeClient
+}
 
 declare module 'fastify' {
   interface FastifyInstance {
-    /** What each endpoint asks the upstream for. */
-    forge: ForgeService
+    upstream: Upstream
   }
 }
 
@@ -22,7 +29,7 @@ export interface UpstreamPluginOptions {
   /** How the upstream is called: anonymously, with a token, or as a GitHub App installation. */
   credentials: UpstreamCredentials
   /** Bytes of upstream bodies held for revalidation (`cacheMemory`). */
-  heldBodyBytes: number
+  revalidationMaxBytes: number
   /** The wall clock in ms: rate-limit resets are epoch seconds. */
   now: () => number
   /** The dispatcher the client builds on; a keep-alive Agent when absent. */
@@ -32,10 +39,10 @@ export interface UpstreamPluginOptions {
 /**
  * The upstream: its metrics, the rate-limit budget (shared through `app.sharedCache` when there
  * is one), the one client that calls it and the service that knows what to ask. Decorates
- * `app.forge`; closes the client's connections with the app.
+ * `app.upstream`; closes the client's connections with the app.
  */
 export const upstream = fp<UpstreamPluginOptions>(
-  async (app, { config, credentials, heldBodyBytes, now, dispatcher }) => {
+  async (app, { config, credentials, revalidationMaxBytes, now, dispatcher }) => {
     const metrics = createUpstreamMetrics(app.metrics, config.FORGE_BUDGET_RESERVE)
     const store = app.sharedCache?.store
     const budget = new RateLimitBudget({ reserve: config.FORGE_BUDGET_RESERVE, now, store, onChange: metrics.observeBudget })
@@ -45,7 +52,7 @@ export const upstream = fp<UpstreamPluginOptions>(
       app: credentials.kind === 'app' ? credentials : undefined,
       timeoutMs: config.FORGE_TIMEOUT_MS,
       userAgent: 'forge-aggregator/1.0',
-      revalidationMaxBytes: heldBodyBytes,
+      revalidationMaxBytes,
       budget,
       store,
       metrics,
@@ -53,18 +60,16 @@ export const upstream = fp<UpstreamPluginOptions>(
       logger: app.log,
       ...(dispatcher ? { dispatcher } : {}),
     })
-    app.decorate(
-      'forge',
-      createForgeService({
-        client,
-        followersLimit: config.FORGE_FOLLOWERS_LIMIT,
-        maxRepoPages: config.FORGE_MAX_REPO_PAGES,
-        authentication: credentials.kind,
-      }),
-    )
+    const service = createForgeService({
+      client,
+      followersLimit: config.FORGE_FOLLOWERS_LIMIT,
+      maxRepoPages: config.FORGE_MAX_REPO_PAGES,
+      authentication: credentials.kind,
+    })
+    app.decorate('upstream', { service, client })
     app.addHook('onClose', () => client.close())
     const githubApp = credentials.kind === 'app' ? { githubApp: { id: credentials.appId, installation: credentials.installationId } } : {}
     app.log.info({ upstream: config.FORGE_API_URL, authenticated: credentials.kind !== 'anonymous', ...githubApp, budgetReserve: config.FORGE_BUDGET_RESERVE }, 'forge upstream')
   },
-  { name: 'upstream', fastify: '5.x', dependencies: ['shared-store'] },
+  { name: 'upstream', fastify: '5.x', dependencies: ['shared-cache'] },
 )

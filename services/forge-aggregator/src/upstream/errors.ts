@@ -33,7 +33,8 @@ export class UpstreamRateLimited extends UpstreamError {
 
 /**
  * The rate-limit budget of the resource a call needs is spent: the call was not made
- * (DESIGN §7). Answered like the upstream's own rate limit, `Retry-After` being the reset.
+ * (docs/design.md, "Rate-limit budget"). Answered like the upstream's own rate limit, `Retry-After`
+ * being the reset.
  */
 export class BudgetSpent extends UpstreamRateLimited {
   override readonly name: string = 'BudgetSpent'

@@ -1,28 +1,20 @@
 import { createHash } from 'node:crypto'
 import type { FastifyBaseLogger } from 'fastify'
 import { LRUCache } from 'lru-cache'
-import { storedEntries, type CachedAnswer } from './schemas/stored.ts'
-import type { ProductionLock } from './shared-cache/production-lock.ts'
-import type { SharedStore } from './shared-cache/shared-store.ts'
-import { BudgetSpent, UpstreamError, UpstreamNotFound } from './upstream-errors.ts'
+import type { ProductionLock } from '../shared-cache/lock.ts'
+import type { SharedStore } from '../shared-cache/store.ts'
+import { storedEntries, type CachedAnswer } from '../shared-cache/stored.ts'
+import { BudgetSpent, UpstreamError, UpstreamNotFound } from '../upstream/errors.ts'
+import type { Produced } from '../upstream/service.ts'
 
-export type { CachedAnswer } from './schemas/stored.ts'
-
-/** What a production makes: the serialized answer and what it holds. */
-export interface ProducedAnswer {
-  body: string
-  partial: readonly string[]
-  isPrivate: boolean
-  /** Until when a partial answer may be reused (its missing counts' rate limit resets); absent, it is not kept. */
-  partialUntil?: number | undefined
-}
+export type { CachedAnswer } from '../shared-cache/stored.ts'
 
 /** How an answer was obtained, as `forge_cache_results_total` counts it. */
 export type CacheResult = 'hit' | 'miss' | 'collapsed' | 'revalidated' | 'stale'
 
-/** An answer and how it was obtained: what `Cache-Status` (RFC 9211) says about it. */
-export interface CacheAnswer {
-  response: CachedAnswer
+/** A cached answer as it is sent to one request, and how it was obtained: what `Cache-Status` (RFC 9211) says about it. */
+export interface ServedAnswer {
+  answer: CachedAnswer
   result: CacheResult
   /** Whether this request's production was kept for the requests after it. */
   stored: boolean
@@ -35,8 +27,8 @@ export interface CacheAnswer {
 /** The endpoints whose answers are counted apart. */
 export type Endpoint = 'users' | 'repos'
 
-/** Makes the answer; `revalidates` when an answer is held that could still be sent stale. */
-export type Production = (revalidates: boolean) => Promise<ProducedAnswer>
+/** Makes the answer, serialized; `revalidates` when an answer is held that could still be sent stale. */
+export type Produce = (revalidates: boolean) => Promise<Produced<string>>
 
 export interface ResponseCacheOptions {
   /** Freshness of a kept answer (`FORGE_CACHE_TTL_SECONDS`); 0 never answers from the cache fresh. */
@@ -62,19 +54,19 @@ export interface CacheRequest {
 }
 
 /**
- * The assembled answers of the endpoints (DESIGN §4, §7). Within the TTL a repeated request
- * costs no upstream call, and is answered from this process's memory even when answers are
- * shared: every replica keeps an answer until the same `freshUntil`. Past the TTL the answer is
- * produced again, once for every concurrent request of this process and, with a production lock,
- * of every replica. When producing fails for any reason but an upstream 404 (the budget's refusal
- * included), the last answer is sent stale for up to `staleSeconds` more.
+ * The assembled answers of the endpoints (docs/design.md, "Caching", "Stale answers"). Within the
+ * TTL a repeated request costs no upstream call, and is answered from this process's memory even
+ * when answers are shared: every replica keeps an answer until the same `freshUntil`. Past the TTL
+ * the answer is produced again, once for every concurrent request of this process and, with a
+ * production lock, of every replica. When producing fails for any reason but an upstream 404 (the
+ * budget's refusal included), the last answer is sent stale for up to `staleSeconds` more.
  */
 export class ResponseCache {
   readonly #options: ResponseCacheOptions
   readonly #ttlMs: number
   readonly #staleMs: number
   readonly #local: LRUCache<string, CachedAnswer>
-  readonly #inFlight = new Map<string, Promise<CacheAnswer>>()
+  readonly #inFlight = new Map<string, Promise<ServedAnswer>>()
 
   constructor(options: ResponseCacheOptions) {
     this.#options = options
@@ -82,7 +74,7 @@ export class ResponseCache {
     this.#staleMs = options.staleSeconds * 1000
     this.#local = new LRUCache({
       maxSize: options.maxBytes,
-      sizeCalculation: (response) => response.body.length,
+      sizeCalculation: (answer) => answer.body.length,
       // Entries carry their own expiry on our clock; the cache only has to forget them.
       ttlAutopurge: false,
       ttlResolution: 0,
@@ -95,41 +87,41 @@ export class ResponseCache {
    * promise), or the one `produce` makes (once for every concurrent caller), or a stale one when
    * producing fails. Rejects with what `produce` rejected with when there is nothing to fall back on.
    */
-  get(key: string, produce: Production, request: CacheRequest): CacheAnswer | Promise<CacheAnswer> {
+  get(key: string, produce: Produce, request: CacheRequest): ServedAnswer | Promise<ServedAnswer> {
     const kept = this.#local.get(key)
-    if (kept && this.#isFresh(kept)) return this.#counted(request, { response: kept, result: 'hit', stored: false })
+    if (kept && this.#isFresh(kept)) return this.#counted(request, { answer: kept, result: 'hit', stored: false })
 
     const pending = this.#inFlight.get(key)
-    if (pending) return pending.then((answer) => this.#counted(request, asCollapsed(answer)))
+    if (pending) return pending.then((served) => this.#counted(request, asCollapsed(served)))
 
     const production = this.#resolve(key, kept, produce, request).finally(() => this.#inFlight.delete(key))
     this.#inFlight.set(key, production)
-    return production.then((answer) => this.#counted(request, answer))
+    return production.then((served) => this.#counted(request, served))
   }
 
-  /** Seconds `response` stays fresh from now (what `Cache-Control: max-age` may promise). */
-  secondsLeft(response: CachedAnswer): number {
-    return Math.max(0, Math.floor((response.freshUntil - this.#options.now()) / 1000))
+  /** Seconds `answer` stays fresh from now (what `Cache-Control: max-age` may promise). */
+  secondsLeft(answer: CachedAnswer): number {
+    return Math.max(0, Math.floor((answer.freshUntil - this.#options.now()) / 1000))
   }
 
-  /** Seconds since `response` was produced (its `Age`). */
-  ageOf(response: CachedAnswer): number {
-    return Math.max(0, Math.floor((this.#options.now() - response.producedAt) / 1000))
+  /** Seconds since `answer` was produced (its `Age`). */
+  ageOf(answer: CachedAnswer): number {
+    return Math.max(0, Math.floor((this.#options.now() - answer.producedAt) / 1000))
   }
 
-  #isFresh(response: CachedAnswer): boolean {
-    return this.#ttlMs > 0 && this.#options.now() <= response.freshUntil
+  #isFresh(answer: CachedAnswer): boolean {
+    return this.#ttlMs > 0 && this.#options.now() <= answer.freshUntil
   }
 
-  #counted(request: CacheRequest, answer: CacheAnswer): CacheAnswer {
-    this.#options.onResult(request.endpoint, answer.result)
-    return answer
+  #counted(request: CacheRequest, served: ServedAnswer): ServedAnswer {
+    this.#options.onResult(request.endpoint, served.result)
+    return served
   }
 
-  async #resolve(key: string, kept: CachedAnswer | undefined, produce: Production, request: CacheRequest): Promise<CacheAnswer> {
+  async #resolve(key: string, kept: CachedAnswer | undefined, produce: Produce, request: CacheRequest): Promise<ServedAnswer> {
     const { lock } = this.#options
     const last = this.#newest(key, kept, await this.#sharedAnswer(key))
-    if (last && this.#isFresh(last)) return { response: last, result: 'hit', stored: false }
+    if (last && this.#isFresh(last)) return { answer: last, result: 'hit', stored: false }
     if (!lock) return this.#produce(key, last, produce, request)
 
     const claim = await lock.claim(key)
@@ -138,7 +130,7 @@ export class ResponseCache {
       const theirs = await this.#sharedAnswer(key)
       if (theirs && this.#isFresh(theirs)) {
         this.#keep(key, theirs)
-        return { response: theirs, result: 'collapsed', stored: false }
+        return { answer: theirs, result: 'collapsed', stored: false }
       }
       // Their production failed, or its holder died: produce it here.
     }
@@ -149,8 +141,8 @@ export class ResponseCache {
     }
   }
 
-  async #produce(key: string, last: CachedAnswer | undefined, produce: Production, request: CacheRequest): Promise<CacheAnswer> {
-    let produced: ProducedAnswer
+  async #produce(key: string, last: CachedAnswer | undefined, produce: Produce, request: CacheRequest): Promise<ServedAnswer> {
+    let produced: Produced<string>
     try {
       produced = await produce(last !== undefined)
     } catch (error) {
@@ -164,13 +156,13 @@ export class ResponseCache {
     const isPartial = partial.length > 0
     const freshUntil = Math.min(now + this.#ttlMs, isPartial ? (partialUntil ?? now) : Number.POSITIVE_INFINITY)
     const keepUntil = isPartial ? freshUntil : freshUntil + this.#staleMs
-    const response: CachedAnswer = { body, partial: [...partial], isPrivate, etag: etagOf(body), producedAt: now, freshUntil, keepUntil }
+    const answer: CachedAnswer = { body, partial: [...partial], isPrivate, etag: etagOf(body), producedAt: now, freshUntil, keepUntil }
     const stored = keepUntil > now
-    if (stored) await this.#store(key, response)
-    return { response, result: last ? 'revalidated' : 'miss', stored }
+    if (stored) await this.#store(key, answer)
+    return { answer, result: last ? 'revalidated' : 'miss', stored }
   }
 
-  #orStale(key: string, last: CachedAnswer | undefined, error: unknown, request: CacheRequest): CacheAnswer {
+  #orStale(key: string, last: CachedAnswer | undefined, error: unknown, request: CacheRequest): ServedAnswer {
     // A user or repository that no longer exists is answered so, not with what it used to be.
     if (error instanceof UpstreamNotFound) {
       this.#local.delete(key)
@@ -180,7 +172,7 @@ export class ResponseCache {
     if (!last || !(error instanceof UpstreamError)) throw error
     const staleBecause = error instanceof BudgetSpent ? 'budget' : 'stale-if-error'
     request.log.warn({ err: error, ageSeconds: this.ageOf(last) }, `answering stale (${staleBecause})`)
-    return { response: last, result: 'stale', stored: false, staleBecause, failedStatus: error.status }
+    return { answer: last, result: 'stale', stored: false, staleBecause, failedStatus: error.status }
   }
 
   /** The later of two productions of `key`, kept here when it is theirs. */
@@ -191,28 +183,28 @@ export class ResponseCache {
   }
 
   async #sharedAnswer(key: string): Promise<CachedAnswer | undefined> {
-    const response = await this.#options.store?.get(storedEntries.answer, `answer:${key}`)
-    return response && response.keepUntil > this.#options.now() ? response : undefined
+    const answer = await this.#options.store?.get(storedEntries.answer, `answer:${key}`)
+    return answer && answer.keepUntil > this.#options.now() ? answer : undefined
   }
 
   /**
-   * Keeps `response` here and in the shared store, and resolves once the store has it: a request
+   * Keeps `answer` here and in the shared store, and resolves once the store has it: a request
    * that follows this answer, on any replica, then finds it.
    */
-  async #store(key: string, response: CachedAnswer): Promise<void> {
-    this.#keep(key, response)
-    await this.#options.store?.set(`answer:${key}`, JSON.stringify(response), response.keepUntil - this.#options.now())
+  async #store(key: string, answer: CachedAnswer): Promise<void> {
+    this.#keep(key, answer)
+    await this.#options.store?.set(`answer:${key}`, JSON.stringify(answer), answer.keepUntil - this.#options.now())
   }
 
-  #keep(key: string, response: CachedAnswer): void {
-    const ttl = response.keepUntil - this.#options.now()
-    if (ttl > 0) this.#local.set(key, response, { ttl })
+  #keep(key: string, answer: CachedAnswer): void {
+    const ttl = answer.keepUntil - this.#options.now()
+    if (ttl > 0) this.#local.set(key, answer, { ttl })
   }
 }
 
 /** What a request that waited on another's production got: the same answer, counted as collapsed. */
-function asCollapsed(answer: CacheAnswer): CacheAnswer {
-  return answer.result === 'miss' || answer.result === 'revalidated' ? { ...answer, result: 'collapsed', stored: false } : answer
+function asCollapsed(served: ServedAnswer): ServedAnswer {
+  return served.result === 'miss' || served.result === 'revalidated' ? { ...served, result: 'collapsed', stored: false } : served
 }
 
 function etagOf(body: string): string {

@@ -1,10 +1,12 @@
-import { Type, type Static } from '@sinclair/typebox'
-import { LOGIN_PATTERN } from '../config.ts'
-import { CachedAnswer, Nullable } from './http.ts'
+import { Type, type Static, type TSchema } from '@sinclair/typebox'
 
-export const UsersQuery = Type.Object({
-  user_name: Type.Optional(Type.String({ pattern: LOGIN_PATTERN, description: 'defaults to FORGE_DEFAULT_USER' })),
-})
+/**
+ * The bodies of the answers the service makes out of the upstream's (`aggregate.ts`). The routes
+ * serialize and document them with these schemas; the key of every field is always present.
+ */
+
+/** A field the upstream may give as null: returned as null, key present. */
+const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()])
 
 export const ForgeUser = Type.Object({
   login: Type.String(),
@@ -53,6 +55,7 @@ export const TopRepo = Type.Object({
   topics: Type.Array(Type.String()),
 })
 
+/** `GET /api/forge/users`. */
 export const UserOverview = Type.Object({
   user: ForgeUser,
   stats: Stats,
@@ -60,12 +63,28 @@ export const UserOverview = Type.Object({
   topRepos: Type.Array(TopRepo, { maxItems: 10, description: 'by stargazers_count descending, ties by name' }),
 })
 
-/** The 200 answer, with the headers it carries. */
-export const UserAnswer = CachedAnswer(UserOverview, {
-  'X-Forge-Partial': {
-    type: 'string',
-    description: 'present when the issue or pull-request search failed: the missing fields (totalIssues, totalPRs), comma-separated',
-  },
+/** `GET /api/forge/repos?repo_name=…`. */
+export const RepositoryCounts = Type.Object({
+  stars: Type.Integer(),
+  forksCount: Type.Integer(),
+})
+
+export const Repository = Type.Object({
+  name: Type.String(),
+  fullName: Type.String(),
+  description: Nullable(Type.String()),
+  stars: Type.Integer(),
+  forksCount: Type.Integer(),
+  language: Nullable(Type.String()),
+  url: Type.String(),
+  updatedAt: Nullable(Type.String()),
+  isPrivate: Type.Boolean(),
+})
+
+/** `GET /api/forge/repos`. */
+export const RepositoryList = Type.Object({
+  repos: Type.Array(Repository, { maxItems: 100 }),
+  totalCount: Type.Integer({ description: 'repositories returned' }),
 })
 
 export type ForgeUser = Static<typeof ForgeUser>
@@ -73,3 +92,6 @@ export type Stats = Static<typeof Stats>
 export type Follower = Static<typeof Follower>
 export type TopRepo = Static<typeof TopRepo>
 export type UserOverview = Static<typeof UserOverview>
+export type RepositoryCounts = Static<typeof RepositoryCounts>
+export type Repository = Static<typeof Repository>
+export type RepositoryList = Static<typeof RepositoryList>

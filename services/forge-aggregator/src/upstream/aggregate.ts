@@ -1,6 +1,5 @@
-import type { UpstreamFollower, UpstreamRepo, UpstreamRepository, UpstreamUser } from './schemas/upstream.ts'
-import type { Follower, ForgeUser, Stats, TopRepo, UserOverview } from './schemas/users.ts'
-import type { Repository, RepositoryCounts } from './schemas/repos.ts'
+import type { Follower, ForgeUser, Repository, RepositoryCounts, Stats, TopRepo, UserOverview } from './answers.ts'
+import type { UpstreamFollower, UpstreamRepo, UpstreamRepository, UpstreamUser } from './bodies.ts'
 
 /** At most this many repositories in `topRepos` (spec). */
 export const TOP_REPOS_LIMIT = 10
