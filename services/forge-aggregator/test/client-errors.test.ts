@@ -3,8 +3,8 @@ import nock from 'nock'
 import { exchangeRaw } from '@repo/test-support'
 import { buildAggregator } from './helpers/build.ts'
 
-// Requests Node cannot parse never reach Fastify's hooks. Before issue 17 Node answered them
-// itself: a bare status line with no body, no X-Request-Id, no security headers, no no-store.
+// Requests Node cannot parse never reach Fastify's hooks; left to itself, Node answers them with
+// a bare status line: no body, no X-Request-Id, no security headers, no no-store.
 // These go over a real socket, because app.inject() never meets Node's HTTP parser.
 
 nock.disableNetConnect()

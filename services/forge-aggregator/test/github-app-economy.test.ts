@@ -5,7 +5,7 @@ import { buildAggregator, testClock, type TestAggregator, type TestEnv } from '.
 import { startAppUpstream, type AppUpstream } from './helpers/app-upstream.ts'
 
 // The upstream economy of docs/design.md ("Sharing across replicas", "Rate-limit budget") as a
-// GitHub App ("GitHub App", issue 16): each replica mints its own installation token, and yet the
+// GitHub App (docs/design.md, "GitHub App"): each replica mints its own installation token, and yet the
 // replicas of one installation share one namespace, so the figures are those of a personal token.
 
 // A cache needs no durability: without fsync on every write, a loaded machine does not slow it down.
