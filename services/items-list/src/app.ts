@@ -2,10 +2,10 @@ import type { FastifyBaseLogger, FastifyInstance } from 'fastify'
 import { HttpError } from '@repo/http-errors'
 import { createServer, RedisUnavailableError, serviceKit } from '@repo/service-kit'
 import type { ItemsListConfig } from './config.ts'
-import { itemStore } from './plugins/item-store.ts'
-import { healthRoutes } from './routes/health.ts'
-import { itemRoutes } from './routes/items.ts'
-import { rootRoutes } from './routes/root.ts'
+import { rootRoutes } from './http/root.ts'
+import { healthRoutes } from './http/health.ts'
+import { itemRoutes } from './http/items.ts'
+import { itemStore } from './store/plugin.ts'
 
 const errorBody = (detail: string) => ({ detail })
 
@@ -24,9 +24,10 @@ function mapStoreFailure(error: unknown): HttpError | undefined {
 }
 
 /**
- * The whole items-list service from its validated configuration: the server, the item store
- * (its Redis connection opened here and closed when the app closes), the shared set-up, the
- * routes. Production (`server.ts`) and the tests build it with this one function. Never listens.
+ * The whole items-list service from its validated configuration, in the order a request meets
+ * it: the server, the shared set-up (request id, headers, CORS, rate limit, errors), the routes,
+ * the item store they call (its Redis connection opened here and closed when the app closes).
+ * Production (`server.ts`) and the tests build it with this one function. Never listens.
  */
 export async function buildApp(config: ItemsListConfig, { logger }: { logger: FastifyBaseLogger }): Promise<FastifyInstance> {
   const app = createServer({
@@ -38,6 +39,7 @@ export async function buildApp(config: ItemsListConfig, { logger }: { logger: Fa
   // Bodies are JSON or nothing: anything else (text/plain included) is 415.
   app.removeContentTypeParser('text/plain')
 
+  // Opened before the shared set-up, which counts each client's requests in the store's Redis.
   await app.register(itemStore, { config })
   await app.register(serviceKit, {
     openapi: { title: 'items-list', version: '1.0.0', description: 'An ordered list of item names kept in Redis.' },

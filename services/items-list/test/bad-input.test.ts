@@ -13,7 +13,7 @@ interface BadInput {
   detail: string | RegExp
 }
 
-// Every invalid body: the status DESIGN §5 gives, a JSON `detail`, never a 500.
+// Every invalid body: the status docs/design.md, *items-list's store*, gives, a JSON `detail`, never a 500.
 const badBodies: BadInput[] = [
   { rule: 'no body at all', request: {}, status: 422, detail: 'body must be object' },
   { rule: 'an empty JSON body', request: { headers: JSON_HEADERS, payload: '' }, status: 422, detail: 'body must be object' },
@@ -110,8 +110,8 @@ t.test('a body of up to 16 KiB is accepted', async (t) => {
   t.same(await storedItems(), ['apple'])
 })
 
-// Issue 17: Fastify decoded any bytes as UTF-8, turning each invalid one into U+FFFD, so a 201
-// stored a name the client never sent. JSON is UTF-8 (RFC 8259 §8.1): anything else is refused.
+// A body that is not UTF-8 is refused (400), never decoded with each invalid byte turned into
+// U+FFFD: that would store, and answer 201 for, a name the client never sent. JSON is UTF-8.
 const notUtf8: { rule: string; payload: Buffer; contentType?: string }[] = [
   // What `printf '{"name":"a\xffb"}'` sends.
   { rule: 'a byte 0xFF inside the name', payload: Buffer.from('{"name":"a\xffb"}', 'latin1') },
@@ -146,8 +146,8 @@ t.test('POST /items/ with the same name in UTF-8, declared or not, stores it as 
   t.same(await storedItems(), ['café', 'café', 'café'])
 })
 
-// Issue 17: Fastify refused these bodies with a 400 although their name was valid; the keys are
-// now dropped and the rest read as sent, so that nothing in a body can reach a prototype.
+// A body with a valid name is appended whatever other keys it holds: prototype keys are dropped
+// and the rest read as sent (not refused with a 400), so that nothing in a body can reach a prototype.
 const prototypeKeys = [
   { rule: 'a __proto__ key', payload: '{"name":"p","__proto__":{}}' },
   { rule: 'a __proto__ key holding fields', payload: '{"name":"p","__proto__":{"polluted":true,"name":"q"}}' },

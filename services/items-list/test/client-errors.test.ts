@@ -2,8 +2,9 @@ import t, { type Test } from 'tap'
 import { exchangeRaw, type RawAnswer } from '@repo/test-support'
 import { buildService } from './helpers/service.ts'
 
-// Requests Node cannot parse never reach Fastify's hooks. Before issue 17 Node answered them
-// itself: a bare status line with no body, no X-Request-Id, no security headers, no no-store.
+// Requests Node cannot parse never reach Fastify's hooks, and Node's own answer to them is a bare
+// status line: no body, no X-Request-Id, no security headers, no no-store. The service answers
+// them in its own shape instead.
 // These go over a real socket, because app.inject() never meets Node's HTTP parser.
 
 const { app, storedItems, inspector, logs } = await buildService(t)

@@ -6,7 +6,7 @@ import { loadConfig } from '@repo/config'
 import { RedisUnavailableError } from '@repo/service-kit'
 import { startPrivateRedis } from '@repo/test-support'
 import { ItemsListConfig } from '../src/config.ts'
-import { itemStore } from '../src/plugins/item-store.ts'
+import { itemStore } from '../src/store/plugin.ts'
 import { buildService, connectInspector } from './helpers/service.ts'
 
 // The store as the app's item-store plugin opens it from the configuration (`app.itemStore`):

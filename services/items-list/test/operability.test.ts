@@ -140,8 +140,8 @@ t.test('TRUST_PROXY decides the client address the rate limit counts and the acc
   t.equal(await direct.inspector.get('rate-limit:items-list:203.0.113.7'), null)
 })
 
-// Issue 17: the not-found handler ran no rate limit, so past the limit a client could still send
-// (and have logged) any number of requests to paths that do not exist.
+// Unmatched routes are rate limited too: otherwise, past the limit, a client could still send (and
+// have logged) any number of requests to paths that do not exist.
 t.test('RATE_LIMIT_PER_MINUTE covers unmatched routes: they count against the client’s limit on /items/ and get 429 past it', async (t) => {
   const { app, inspector } = await buildService(t, { env: { RATE_LIMIT_PER_MINUTE: '3' } })
   const key = 'rate-limit:items-list:127.0.0.1'

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto'
 import { defineScript, type CommandParser, type RedisScripts } from 'redis'
 import type { RedisCommands, RedisConnection } from '@repo/service-kit'
-import type { StoreCommand } from './store-metrics.ts'
+import type { StoreCommand } from './metrics.ts'
 
 /** What became of an append made under an idempotency key. */
 export type OnceOutcome = 'appended' | 'replayed' | 'conflict'

@@ -26,6 +26,9 @@ export const Message = Type.Object({ message: Type.String() })
 export const ItemList = Type.Object({ items: Type.Array(Type.String()) })
 export const ErrorDetail = Type.Object({ detail: Type.String() })
 
+/** `/health` and `/ready`: `{"status":"ok"}`, `{"status":"ready"}`. */
+export const Status = Type.Object({ status: Type.String() })
+
 /** The answer to an append, first or replayed. */
 export const Added = Type.Object(Message.properties, {
   description: 'Appended, or, for a repeated Idempotency-Key, appended by the first request',

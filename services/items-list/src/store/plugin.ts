@@ -2,8 +2,8 @@ import fp from 'fastify-plugin'
 import { redisSentinels } from '@repo/config'
 import { createRedisConnection, type RateLimitRedis, type RedisTarget } from '@repo/service-kit'
 import type { ItemsListConfig } from '../config.ts'
-import { createItemStore, ITEM_STORE_SCRIPTS, type ItemStore } from '../item-store.ts'
-import { createStoreMetrics, STORE_UP_GAUGE } from '../store-metrics.ts'
+import { createItemStore, ITEM_STORE_SCRIPTS, type ItemStore } from './item-store.ts'
+import { createStoreMetrics, STORE_UP_GAUGE } from './metrics.ts'
 
 declare module 'fastify' {
   interface FastifyInstance {

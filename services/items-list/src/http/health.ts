@@ -1,6 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { Status } from '../schemas/health.ts'
-import { ErrorDetail } from '../schemas/items.ts'
+import { ErrorDetail, Status } from './schemas.ts'
 
 /** Liveness for the orchestrator, readiness for the load balancer. */
 export const healthRoutes: FastifyPluginAsyncTypebox = async (app) => {

@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { HttpError } from '@repo/http-errors'
-import { Added, ErrorDetail, IdempotencyHeaders, ItemList, ItemNameParams, Message, NewItem } from '../schemas/items.ts'
+import { Added, ErrorDetail, IdempotencyHeaders, ItemList, ItemNameParams, Message, NewItem } from './schemas.ts'
 
 const STORE_DOWN = { 503: ErrorDetail }
 const BAD_BODY = { 400: ErrorDetail, 413: ErrorDetail, 415: ErrorDetail, 422: ErrorDetail }
