@@ -13,10 +13,6 @@ import { startTracing } from './tracing.ts'
  */
 const SHUTDOWN_DEADLINE_MS = 8_000
 
-/** Log lines wait in memory until this many characters are ready, or for `LOG_FLUSH_INTERVAL_MS`. */
-const LOG_BATCH_LENGTH = 4096
-const LOG_FLUSH_INTERVAL_MS = 1_000
-
 /** What every service's configuration holds (see `serverSettings`). */
 interface ServerConfig {
   HOST: string
@@ -52,21 +48,12 @@ export interface ServiceDefinition<Schema extends TObject> {
  * error closes at once, without the delay, and exits 1.
  * When the `OTEL_*` variables ask for traces, tracing starts before the app is built and its last
  * spans are exported after the app has closed.
- *
- * Log lines are kept in memory and written in batches of about 4 KB, or every second when fewer
- * arrive: a write per access line cost items-list a quarter of its throughput. The batches are
- * written synchronously: measured under load, pino's asynchronous mode spent more on its thread-pool
- * round trip per batch than the write itself costs. Whatever is still buffered is written when
- * the process exits, after a shutdown or a crash alike.
+ * Log lines go to stdout in batches (`stdoutInBatches`).
  */
 export async function runService<Schema extends TObject>(service: ServiceDefinition<Schema>): Promise<void> {
   const config = readConfig(service)
   const tracing = await startTracing({ serviceName: service.name, env: service.env })
-  const destination = stdoutInBatches(LOG_BATCH_LENGTH)
-  setInterval(() => destination.flush(), LOG_FLUSH_INTERVAL_MS).unref()
-  // 'exit' comes last, after close-with-grace has logged the shutdown or the crash.
-  process.on('exit', () => destination.flushSync())
-  const logger = createLogger(config.LOG_LEVEL, destination)
+  const logger = createLogger(config.LOG_LEVEL, stdoutInBatches())
   const app = await service.start(config, { logger }).catch(exitOnConfigError)
 
   // --- drain on SIGTERM/SIGINT (DESIGN §11) ---
