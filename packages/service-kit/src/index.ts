@@ -20,6 +20,4 @@ export {
   type RedisTarget,
 } from './redis-connection.ts'
 export { runService, type ServiceDefinition } from './run-service.ts'
-export { SeriesCounter, type CounterSeries } from './series-counter.ts'
-export { SeriesHistogram, type HistogramSeries } from './series-histogram.ts'
 export { createServer, type ServerOptions } from './server.ts'
