@@ -1,7 +1,7 @@
 import t, { type Test } from 'tap'
 import { Registry } from 'prom-client'
 import { createClient, defineScript } from 'redis'
-import { createPrivateRedis, eventually, startPrivateRedis, type PrivateRedis } from '@repo/test-support'
+import { createPrivateRedis, eventually, startPrivateRedis, type PrivateRedis, captureLogs } from '@repo/test-support'
 import { createLogger, createRedisConnection, RedisUnavailableError, type CommandOutcome, type RedisTarget } from '../src/index.ts'
 
 const DEADLINE_MS = 200
@@ -19,13 +19,14 @@ interface Harness {
 
 async function connect(t: Test, target?: (port: number) => RedisTarget): Promise<Harness> {
   const redis = await startPrivateRedis()
-  const lines: Record<string, unknown>[] = []
+  const logs = captureLogs()
+  const { lines } = logs
   const outcomes: CommandOutcome[] = []
   const durations: number[] = []
   const registry = new Registry()
   const connection = createRedisConnection({
     target: target?.(redis.port) ?? { host: '127.0.0.1', port: redis.port },
-    logger: createLogger('info', { write: (line: string) => lines.push(JSON.parse(line) as Record<string, unknown>) }),
+    logger: createLogger('info', logs.destination),
     purpose: 'test store',
     deadlineMs: DEADLINE_MS,
     probeIntervalMs: 50,
@@ -223,15 +224,14 @@ t.test('close does not wait on a silent Redis longer than the deadline: the conn
 t.test('a Redis down from the start is reported unavailable, naming the connection and why', async (t) => {
   const redis = await createPrivateRedis()
   t.teardown(() => redis.dispose())
-  const lines: Record<string, unknown>[] = []
+  const logs = captureLogs()
   const connection = createRedisConnection({
     target: { host: '127.0.0.1', port: redis.port },
-    logger: createLogger('info', { write: (line: string) => lines.push(JSON.parse(line) as Record<string, unknown>) }),
+    logger: createLogger('info', logs.destination),
     purpose: 'late store',
   })
   t.teardown(() => connection.close())
-  t.ok(await eventually(async () => messages(lines, 'Redis unavailable; reconnecting in the background').length > 0))
-  t.match(messages(lines, 'Redis unavailable; reconnecting in the background')[0], {
+  t.match(await logs.waitFor((line) => line.msg === 'Redis unavailable; reconnecting in the background'), {
     level: 40,
     purpose: 'late store',
     port: redis.port,
