@@ -9,7 +9,7 @@ import { startTracing } from './tracing.ts'
 
 /**
  * Counted from the end of the drain's delay. With no delay, it stays inside the 10 s Docker waits
- * between SIGTERM and SIGKILL by default; with one, the grace period must cover both (README).
+ * between SIGTERM and SIGKILL by default; with one, the grace period must cover both (docs/operations.md, *Shutdown*).
  */
 const SHUTDOWN_DEADLINE_MS = 8_000
 
@@ -41,9 +41,9 @@ export interface ServiceDefinition<Schema extends TObject> {
 /**
  * Runs a service as its `server.ts` entry point: validates the configuration (an invalid one
  * exits 1 with one line per bad variable), logs JSON lines to stdout, builds the app, listens,
- * and on SIGTERM or SIGINT drains (DESIGN §11): `/ready` answers 503 at once and every answer
- * closes its connection for `SHUTDOWN_DELAY_SECONDS`, so that balancers take the replica out
- * while it still serves; then it closes the app (no new connections, in-flight requests finish,
+ * and on SIGTERM or SIGINT drains (docs/design.md, *Draining on shutdown*): `/ready` answers 503
+ * at once and every answer closes its connection for `SHUTDOWN_DELAY_SECONDS`, so that balancers
+ * take the replica out while it still serves; then it closes the app (no new connections, in-flight requests finish,
  * then its plugins close what they opened) and exits 0, or 1 past the delay plus 8 s. An uncaught
  * error closes at once, without the delay, and exits 1.
  * When the `OTEL_*` variables ask for traces, tracing starts before the app is built and its last
@@ -56,7 +56,6 @@ export async function runService<Schema extends TObject>(service: ServiceDefinit
   const logger = createLogger(config.LOG_LEVEL, stdoutInBatches())
   const app = await service.start(config, { logger }).catch(exitOnConfigError)
 
-  // --- drain on SIGTERM/SIGINT (DESIGN §11) ---
   const delayMs = config.SHUTDOWN_DELAY_SECONDS * 1000
   closeWithGrace({ delay: delayMs + SHUTDOWN_DEADLINE_MS, logger }, async ({ signal, err }) => {
     if (err) {
@@ -70,7 +69,6 @@ export async function runService<Schema extends TObject>(service: ServiceDefinit
     await app.close()
     await tracing?.shutdown()
   })
-  // --- end of the drain ---
 
   await app.listen({ host: config.HOST, port: config.PORT })
 }
