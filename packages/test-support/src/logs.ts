@@ -1,3 +1,5 @@
+import { waitForFound } from './waiting.ts'
+
 /** One JSON log line as a service wrote it. */
 export type LogLine = Record<string, unknown> & { level: number; msg?: string }
 
@@ -27,25 +29,6 @@ export function captureLogs(): CapturedLogs {
     },
     lines,
     text: () => raw.join(''),
-    waitFor(matches, timeoutMs = 5_000) {
-      return new Promise((resolve, reject) => {
-        const check = () => {
-          const found = lines.find(matches)
-          if (!found) return
-          done()
-          resolve(found)
-        }
-        const timer = setTimeout(() => {
-          done()
-          reject(new Error(`no such log line within ${timeoutMs} ms`))
-        }, timeoutMs)
-        const done = () => {
-          clearTimeout(timer)
-          waiting.delete(check)
-        }
-        waiting.add(check)
-        check()
-      })
-    },
+    waitFor: (matches, timeoutMs = 5_000) => waitForFound(waiting, () => lines.find(matches), timeoutMs, () => `no such log line within ${timeoutMs} ms`),
   }
 }
