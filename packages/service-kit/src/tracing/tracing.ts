@@ -50,7 +50,7 @@ export function isTracingRequested(env: NodeJS.ProcessEnv): boolean {
 export async function startTracing(options: TracingOptions): Promise<Tracing | undefined> {
   if (!options.exporter && !isTracingRequested(options.env)) return undefined
   if (active) throw new Error('tracing is already running in this process')
-  const { startOpenTelemetry } = await import('./tracing-sdk.ts')
+  const { startOpenTelemetry } = await import('./sdk.ts')
   const started = startOpenTelemetry(options)
   const tracing: Tracing = {
     ...started,

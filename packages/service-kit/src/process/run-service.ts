@@ -3,9 +3,9 @@ import closeWithGrace from 'close-with-grace'
 import type { Static, TObject } from '@sinclair/typebox'
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify'
 import { ConfigError, loadConfig } from '@repo/config'
-import { stdoutInBatches } from './log-destination.ts'
-import { createLogger } from './logger.ts'
-import { startTracing } from './tracing.ts'
+import { stdoutInBatches } from '../logging/destination.ts'
+import { createLogger } from '../logging/logger.ts'
+import { startTracing } from '../tracing/tracing.ts'
 
 /**
  * Counted from the end of the drain's delay. With no delay, it stays inside the 10 s Docker waits
