@@ -66,8 +66,9 @@ export function serverSettings(defaults: { port: number }) {
 }
 
 /**
- * Who a service connects to Redis as, and whom it trusts there (DESIGN §11): the same three
- * variables for every service that has a Redis, whatever says where it is.
+ * Who a service connects to Redis as, and whom it trusts there (docs/design.md, *Redis ACLs and
+ * the append-only file*): the same three variables for every service that has a Redis, whatever
+ * says where it is.
  */
 export function redisAuthSettings() {
   return {
@@ -86,7 +87,7 @@ function listOf(names: readonly string[]): string {
 }
 
 /**
- * The standard OpenTelemetry variables a service passes to its tracing (DESIGN §12), checked
+ * The standard OpenTelemetry variables a service passes to its tracing (docs/design.md, *Tracing*), checked
  * here so that a mistyped one stops the start instead of leaving tracing silently off; the
  * OpenTelemetry SDK reads them itself. Tracing starts only when an OTLP endpoint or an exporter
  * is set; every one is optional.

@@ -1,9 +1,9 @@
-export { AccessLog } from './access-log.ts'
-export { withDeadline } from './deadline.ts'
-export { createLogger, LOG_REDACT_PATHS } from './logger.ts'
-export { serviceKit, type ServiceKitOptions } from './plugins/index.ts'
-export { securityHeadersOnce as securityHeaders } from './plugins/security-headers.ts'
-export type { RateLimitRedis } from './plugins/rate-limit.ts'
+export { AccessLog } from './logging/access-log.ts'
+export { withDeadline } from './redis/deadline.ts'
+export { createLogger, LOG_REDACT_PATHS } from './logging/logger.ts'
+export { serviceKit, type ServiceKitOptions } from './http/service-kit.ts'
+export { securityHeadersOnce as securityHeaders } from './http/security-headers.ts'
+export type { RateLimitRedis } from './http/rate-limit.ts'
 export {
   createRedisConnection,
   RedisUnavailableError,
@@ -18,8 +18,6 @@ export {
   type RedisSentinelTarget,
   type RedisSubscriber,
   type RedisTarget,
-} from './redis-connection.ts'
-export { runService, type ServiceDefinition } from './run-service.ts'
-export { SeriesCounter, type CounterSeries } from './series-counter.ts'
-export { SeriesHistogram, type HistogramSeries } from './series-histogram.ts'
-export { createServer, type ServerOptions } from './server.ts'
+} from './redis/connection.ts'
+export { runService, type ServiceDefinition } from './process/run-service.ts'
+export { createServer, type ServerOptions } from './http/server.ts'

@@ -1,68 +1,39 @@
-import { readFileSync } from 'node:fs'
-import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
 import t from 'tap'
-import { pino } from 'pino'
-import { LineBatches, type LineSink } from '../src/log-destination.ts'
-import { createLogger } from '../src/index.ts'
+import { runServiceSource } from '@repo/test-support'
 
-function recordingSink(): LineSink & { writes: string[]; syncs: number } {
-  return {
-    writes: [],
-    syncs: 0,
-    write(data: string) {
-      this.writes.push(data)
-    },
-    flushSync() {
-      this.syncs += 1
-    },
-  }
+const PACKAGE_ROOT = fileURLToPath(new URL('..', import.meta.url))
+
+function writeLines(lines: number, then: 'exit' | 'throw' | 'stay') {
+  return runServiceSource(PACKAGE_ROOT, { LINES: String(lines), THEN: then }, 'test/fixtures/log-lines.ts')
 }
 
-t.test('lines wait until the batch length is reached, then leave as one write, in order', async (t) => {
-  const sink = recordingSink()
-  const batches = new LineBatches(sink, 10)
-  batches.write('abc\n')
-  batches.write('def\n')
-  t.same(sink.writes, [], '8 characters wait')
-  batches.write('g\n')
-  t.same(sink.writes, ['abc\ndef\ng\n'], 'the 10th character sends the batch')
-  batches.write('h\n')
-  t.same(sink.writes, ['abc\ndef\ng\n'], 'the count starts again after a batch')
+/** The `i` of every log line in the output, in the order written. */
+function written(output: string): number[] {
+  return output
+    .split('\n')
+    .filter((line) => line.startsWith('{'))
+    .map((line) => (JSON.parse(line) as { i: number }).i)
+}
+
+const upTo = (count: number) => Array.from({ length: count }, (_, i) => i)
+
+t.test('every line reaches stdout whole and in order, the last batch when the process exits', async (t) => {
+  // 300 lines are several 4 KB batches and a partial one, which only the exit writes.
+  const writer = writeLines(300, 'exit')
+  t.equal(await writer.exited, 0)
+  t.same(written(writer.output()), upTo(300))
 })
 
-t.test('flush() writes what waits, then calls back; with nothing waiting it writes nothing', async (t) => {
-  const sink = recordingSink()
-  const batches = new LineBatches(sink, 4096)
-  let called = 0
-  batches.flush(() => (called += 1))
-  t.same(sink.writes, [], 'no empty write')
-  t.equal(called, 1)
-  batches.write('one\n')
-  batches.write('two\n')
-  batches.flush(() => (called += 1))
-  t.same(sink.writes, ['one\ntwo\n'])
-  t.equal(called, 2)
-  batches.flush()
-  t.same(sink.writes, ['one\ntwo\n'], 'a line is written once')
+t.test('the lines still waiting are written when the process dies of an uncaught error', async (t) => {
+  const writer = writeLines(3, 'throw')
+  t.equal(await writer.exited, 1)
+  t.same(written(writer.output()), upTo(3))
 })
 
-t.test('flushSync() hands over what waits and has the sink write it before returning', async (t) => {
-  const sink = recordingSink()
-  const batches = new LineBatches(sink, 4096)
-  batches.write('last words\n')
-  batches.flushSync()
-  t.same(sink.writes, ['last words\n'])
-  t.equal(sink.syncs, 1)
-})
-
-t.test("a logger's lines reach a synchronous sonic-boom whole and in order, in batches", async (t) => {
-  const file = join(t.testdir(), 'service.log')
-  const batches = new LineBatches(pino.destination({ dest: file, sync: true }), 512)
-  const logger = createLogger('info', batches)
-  for (let i = 0; i < 40; i += 1) logger.info({ i }, 'request completed')
-  const beforeFlush = readFileSync(file, 'utf8').split('\n').filter(Boolean).length
-  t.ok(beforeFlush > 0 && beforeFlush < 40, `full batches were written at once, the rest waits (${beforeFlush} of 40)`)
-  batches.flushSync()
-  const lines = readFileSync(file, 'utf8').trimEnd().split('\n').map((line) => JSON.parse(line) as { i: number })
-  t.same(lines.map((line) => line.i), Array.from({ length: 40 }, (_, i) => i))
+t.test('a line written alone does not wait for a batch to fill: it is written within about a second', async (t) => {
+  const writer = writeLines(1, 'stay')
+  t.teardown(() => writer.child.kill())
+  await writer.waitFor(/"i":0/, 5_000)
+  t.same(written(writer.output()), [0])
 })

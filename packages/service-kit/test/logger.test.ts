@@ -1,13 +1,15 @@
 import t from 'tap'
 import { createLogger } from '../src/index.ts'
+import { captureLogs } from '@repo/test-support'
 import { buildService } from './helpers/service.ts'
 
 const SECRET_HEADERS = { authorization: 'Bearer s3cret-1', cookie: 's3cret-2', 'proxy-authorization': 's3cret-3' }
 
 /** The service's logger, every line it writes parsed into `lines`. */
 function recordedLogger(level = 'info') {
-  const lines: Record<string, unknown>[] = []
-  const logger = createLogger(level, { write: (line: string) => lines.push(JSON.parse(line) as Record<string, unknown>) })
+  const logs = captureLogs()
+  const lines: Record<string, unknown>[] = logs.lines
+  const logger = createLogger(level, logs.destination)
   return { logger, lines }
 }
 

@@ -2,7 +2,7 @@ import t, { type Test } from 'tap'
 import { copyFile } from 'node:fs/promises'
 import { createClient } from 'redis'
 import { ConfigError } from '@repo/config'
-import { createTestCertificates, eventually, startPrivateRedis } from '@repo/test-support'
+import { createTestCertificates, eventually, startPrivateRedis, captureLogs } from '@repo/test-support'
 import { clientOptions, createLogger, createRedisConnection, type RedisTarget } from '../src/index.ts'
 
 /** The problems of the `ConfigError` that `make` throws. */
@@ -18,15 +18,15 @@ function configProblems(make: () => unknown): readonly string[] {
 
 /** A connection to `target` with its log lines, closed at the end of the test. */
 function open(t: Test, target: RedisTarget) {
-  const lines: Record<string, unknown>[] = []
+  const logs = captureLogs()
   const connection = createRedisConnection({
     target,
-    logger: createLogger('info', { write: (line: string) => lines.push(JSON.parse(line) as Record<string, unknown>) }),
+    logger: createLogger('info', logs.destination),
     purpose: 'auth test',
     deadlineMs: 500,
   })
   t.teardown(() => connection.close())
-  return { connection, lines }
+  return { connection, logs, lines: logs.lines }
 }
 
 t.test('TLS (rediss://): with REDIS_CA_FILE the private CA is trusted and commands are answered; without it the certificate is refused', async (t) => {
@@ -41,11 +41,9 @@ t.test('TLS (rediss://): with REDIS_CA_FILE the private CA is trusted and comman
   t.equal(await trusted.connection.run('ping', (client) => client.ping()), 'PONG')
 
   const untrusted = open(t, { url })
-  const outage = await eventually(async () => untrusted.lines.some((line) => line.msg === 'Redis unavailable; reconnecting in the background'))
-  t.ok(outage, 'the outage is reported')
+  const reported = await untrusted.logs.waitFor((line) => line.msg === 'Redis unavailable; reconnecting in the background')
   t.notOk(untrusted.connection.isAvailable, 'never available')
-  const reported = untrusted.lines.find((line) => line.msg === 'Redis unavailable; reconnecting in the background') as { err: { code?: string } }
-  t.match(reported.err.code, /CERT|SELF_SIGNED|UNABLE_TO_VERIFY/, 'refused for its certificate')
+  t.match(reported, { err: { code: /CERT|SELF_SIGNED|UNABLE_TO_VERIFY/ } }, 'refused for its certificate')
 
   // The same server in plain text refuses a plain connection: the data never crosses unencrypted.
   const plain = open(t, { url: `redis://localhost:${redis.port}` })

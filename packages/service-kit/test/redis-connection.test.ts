@@ -1,7 +1,7 @@
 import t, { type Test } from 'tap'
 import { Registry } from 'prom-client'
 import { createClient, defineScript } from 'redis'
-import { createPrivateRedis, eventually, startPrivateRedis, type PrivateRedis } from '@repo/test-support'
+import { createPrivateRedis, eventually, startPrivateRedis, type PrivateRedis, captureLogs } from '@repo/test-support'
 import { createLogger, createRedisConnection, RedisUnavailableError, type CommandOutcome, type RedisTarget } from '../src/index.ts'
 
 const DEADLINE_MS = 200
@@ -19,13 +19,14 @@ interface Harness {
 
 async function connect(t: Test, target?: (port: number) => RedisTarget): Promise<Harness> {
   const redis = await startPrivateRedis()
-  const lines: Record<string, unknown>[] = []
+  const logs = captureLogs()
+  const { lines } = logs
   const outcomes: CommandOutcome[] = []
   const durations: number[] = []
   const registry = new Registry()
   const connection = createRedisConnection({
     target: target?.(redis.port) ?? { host: '127.0.0.1', port: redis.port },
-    logger: createLogger('info', { write: (line: string) => lines.push(JSON.parse(line) as Record<string, unknown>) }),
+    logger: createLogger('info', logs.destination),
     purpose: 'test store',
     deadlineMs: DEADLINE_MS,
     probeIntervalMs: 50,
@@ -157,26 +158,30 @@ t.test('a URL says where commands go: its host, its port and its database', asyn
 
 t.test('several commands missing their deadline together set Redis aside once, and every probe that answers late is ignored', async (t) => {
   const { redis, connection, lines } = await connect(t)
+  // Every PING sent from here on (the test's three, then the probes) is counted, its answer kept.
+  const probes: Promise<unknown>[] = []
+  let probed = () => {}
+  const sendPing = connection.client.ping.bind(connection.client)
+  t.capture(connection.client, 'ping', () => {
+    const answer = sendPing()
+    probes.push(answer.catch(() => {}))
+    probed()
+    return answer
+  })
   redis.pause()
   const failures = await Promise.allSettled([ping(connection), ping(connection), ping(connection)])
   t.ok(failures.every((result) => result.status === 'rejected'))
-  // Probes pile up behind the silent Redis; once it answers, they all come back.
-  await new Promise((resolve) => setTimeout(resolve, 200))
+  t.ok(await eventually(async () => probes.length >= 3 + 3), 'three probes pile up behind the silent Redis')
   redis.resume()
   t.ok(await eventually(async () => connection.isAvailable))
   t.equal(messages(lines, 'Redis unavailable; reconnecting in the background').length, 1)
   t.equal(messages(lines, 'Redis connection ready').length, 2, 'ready at start, and back once')
 
   // Probing stops with the recovery: a probe left running would PING Redis every 50 ms forever.
-  // The piled-up probes drain first; then six probe intervals must pass without a PING.
-  const inspector = createClient({ socket: { host: '127.0.0.1', port: redis.port } })
-  await inspector.connect()
-  t.teardown(() => inspector.destroy())
-  const pings = async () => Number(/cmdstat_ping:calls=(\d+)/.exec(await inspector.info('commandstats'))?.[1] ?? 0)
-  await new Promise((resolve) => setTimeout(resolve, 100))
-  const before = await pings()
-  await new Promise((resolve) => setTimeout(resolve, 300))
-  t.equal(await pings(), before, 'no PING once Redis is back')
+  // Once the piled-up probes have their answers, six probe intervals must pass without another.
+  await Promise.all(probes)
+  const another = new Promise((resolve) => (probed = () => resolve('probed again')))
+  t.equal(await Promise.race([another, new Promise((resolve) => setTimeout(resolve, 6 * 50, 'no probe'))]), 'no probe', 'no PING once Redis is back')
 })
 
 t.test('a password, a database and scripts are used as given', async (t) => {
@@ -219,15 +224,14 @@ t.test('close does not wait on a silent Redis longer than the deadline: the conn
 t.test('a Redis down from the start is reported unavailable, naming the connection and why', async (t) => {
   const redis = await createPrivateRedis()
   t.teardown(() => redis.dispose())
-  const lines: Record<string, unknown>[] = []
+  const logs = captureLogs()
   const connection = createRedisConnection({
     target: { host: '127.0.0.1', port: redis.port },
-    logger: createLogger('info', { write: (line: string) => lines.push(JSON.parse(line) as Record<string, unknown>) }),
+    logger: createLogger('info', logs.destination),
     purpose: 'late store',
   })
   t.teardown(() => connection.close())
-  t.ok(await eventually(async () => messages(lines, 'Redis unavailable; reconnecting in the background').length > 0))
-  t.match(messages(lines, 'Redis unavailable; reconnecting in the background')[0], {
+  t.match(await logs.waitFor((line) => line.msg === 'Redis unavailable; reconnecting in the background'), {
     level: 40,
     purpose: 'late store',
     port: redis.port,
@@ -273,13 +277,13 @@ t.test('a Redis set aside, then restarted, is announced ready once', async (t) =
 
 t.test('Redis down: reconnecting backs off from 50 ms to half a second, and no further', async (t) => {
   const { redis, connection } = await connect(t)
+  // Ten attempts: enough for a backoff without a ceiling to pass a second (the sixth gap would
+  // be 1.6 s); ten seconds at most, should they never come.
   const attempts: number[] = []
   connection.client.on('reconnecting', () => attempts.push(performance.now()))
   await redis.stop()
-  // Long enough for a backoff without a ceiling (or node-redis's own, 2 s) to pass half a second.
-  await new Promise((resolve) => setTimeout(resolve, 4_500))
-  const gaps = attempts.slice(1).map((at, index) => at - attempts[index]!)
-  t.ok(gaps.length >= 6, `kept trying: ${attempts.length} attempts`)
+  t.ok(await eventually(async () => attempts.length >= 10, 200), `kept trying: ${attempts.length} attempts`)
+  const gaps = attempts.slice(1, 10).map((at, index) => at - attempts[index]!)
   t.ok(Math.min(...gaps) >= 45, `not hammering: gaps of ${gaps.map(Math.round).join(', ')} ms`)
   t.ok(Math.max(...gaps) < 1_000, `back soon after a restart: gaps of ${gaps.map(Math.round).join(', ')} ms`)
   await redis.start()

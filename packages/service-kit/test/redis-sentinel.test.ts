@@ -1,6 +1,6 @@
 import t from 'tap'
 import { createClient, defineScript, type CommandParser } from 'redis'
-import { createPrivateSentinel, eventually, startPrivateRedis, startPrivateSentinelGroup } from '@repo/test-support'
+import { createPrivateSentinel, eventually, startPrivateRedis, startPrivateSentinelGroup, captureLogs } from '@repo/test-support'
 import { createLogger, createRedisConnection } from '../src/index.ts'
 
 // A Sentinel client gives up connecting after 16 rediscoveries a second apart.
@@ -23,11 +23,12 @@ t.test('through sentinels: commands, scripts and a subscriber reach the primary 
   t.teardown(() => admin.destroy())
   await admin.sendCommand(['ACL', 'SETUSER', 'items', 'on', '>s3cret', '~*', '&*', '+@all'])
 
-  const lines: Record<string, unknown>[] = []
+  const logs = captureLogs()
+  const { lines } = logs
   const connection = createRedisConnection({
     target: { sentinels: [{ host: '127.0.0.1', port: group.sentinels[0]!.port }], name: group.name, database: 2, username: 'items', password: 's3cret' },
     scripts: { repeat: REPEAT },
-    logger: createLogger('info', { write: (line: string) => lines.push(JSON.parse(line) as Record<string, unknown>) }),
+    logger: createLogger('info', logs.destination),
     purpose: 'test store',
   })
   t.teardown(() => connection.close())
@@ -56,10 +57,11 @@ t.test('no sentinel answering at start: the outage is logged once, and the prima
   t.teardown(() => primary.dispose())
   const sentinel = await createPrivateSentinel({ primaryPort: primary.port, quorum: 1, name: 'cache-primary' })
   t.teardown(() => sentinel.dispose())
-  const lines: Record<string, unknown>[] = []
+  const logs = captureLogs()
+  const { lines } = logs
   const connection = createRedisConnection({
     target: { sentinels: [{ host: '127.0.0.1', port: sentinel.port }], name: 'cache-primary' },
-    logger: createLogger('info', { write: (line: string) => lines.push(JSON.parse(line) as Record<string, unknown>) }),
+    logger: createLogger('info', logs.destination),
     purpose: 'test store',
   })
   t.teardown(() => connection.close())

@@ -11,7 +11,7 @@ registerHooks({
   },
 })
 const { trace } = await import('@opentelemetry/api')
-const { isTracingRequested, startTracing } = await import('../src/tracing.ts')
+const { isTracingRequested, startTracing } = await import('../src/tracing/tracing.ts')
 const { buildService } = await import('./helpers/service.ts')
 
 /** OpenTelemetry's SDK and instrumentations; its API (a no-op without them) may load. */

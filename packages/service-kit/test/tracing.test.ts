@@ -1,7 +1,7 @@
 import t from 'tap'
 import { SpanKind, trace } from '@opentelemetry/api'
 import { InMemorySpanExporter } from '@opentelemetry/sdk-trace'
-import { activeTracing, startTracing } from '../src/tracing.ts'
+import { activeTracing, startTracing } from '../src/tracing/tracing.ts'
 import { eventually, startPrivateRedis } from '@repo/test-support'
 
 // Started before the Redis client loads (the helper loads it): it is instrumented as it loads.

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs'
 
 /**
- * DESIGN §10: a ratio measures the service only when the load generator is not the bottleneck,
+ * A ratio measures the service's own code only when the load generator is not the bottleneck,
  * that is when the HTTP ceiling (a bare route) reaches at least this many times the service's
  * requests/s in the same run.
  */

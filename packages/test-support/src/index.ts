@@ -16,4 +16,5 @@ export { createTestCertificates, type TestCertificates } from './certificates.ts
 export { rootStartEnv } from './turbo.ts'
 export { cpuMicros, loadGeneratorHeadroom, MIN_HEADROOM } from './headroom.ts'
 export { exchangeRaw, type RawAnswer } from './raw-http.ts'
+export { captureLogs, type CapturedLogs, type LogLine } from './logs.ts'
 export { startOtlpReceiver, startOtlpSink, type OtlpReceiver, type OtlpSpan } from './otlp-receiver.ts'

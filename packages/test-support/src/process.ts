@@ -3,6 +3,7 @@ import { once } from 'node:events'
 import { connect, createServer } from 'node:net'
 import { delimiter, dirname } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
+import { waitForFound } from './waiting.ts'
 
 /** A process a test started, with everything it wrote. */
 export interface RunningProcess {
@@ -95,26 +96,8 @@ function watch(child: ChildProcess): RunningProcess {
     child,
     output: () => output,
     exited,
-    waitFor(pattern, timeoutMs = 30_000) {
-      return new Promise((resolve, reject) => {
-        const check = () => {
-          const match = output.match(pattern)
-          if (!match) return
-          cleanup()
-          resolve(match)
-        }
-        const timer = setTimeout(() => {
-          cleanup()
-          reject(new Error(`no ${String(pattern)} in output:\n${output}`))
-        }, timeoutMs)
-        const cleanup = () => {
-          clearTimeout(timer)
-          listeners.delete(check)
-        }
-        listeners.add(check)
-        check()
-      })
-    },
+    waitFor: (pattern, timeoutMs = 30_000) =>
+      waitForFound(listeners, () => output.match(pattern) ?? undefined, timeoutMs, () => `no ${String(pattern)} in output:\n${output}`),
   }
 }
 

@@ -1,4 +1,5 @@
 import type { Test } from 'tap'
+import { captureLogs } from '@repo/test-support'
 import { createLogger, createServer, serviceKit, type ServiceKitOptions } from '../../src/index.ts'
 
 export interface ServiceOptions {
@@ -15,8 +16,9 @@ const errorBody = (message: string) => ({ detail: message })
  * route, a route with a limit of its own, and the probes; every log line lands in `lines`.
  */
 export async function buildService(t: Test, options: ServiceOptions = {}) {
-  const lines: Record<string, unknown>[] = []
-  const logger = createLogger(options.level ?? 'info', { write: (line: string) => lines.push(JSON.parse(line) as Record<string, unknown>) })
+  const logs = captureLogs()
+  const lines: Record<string, unknown>[] = logs.lines
+  const logger = createLogger(options.level ?? 'info', logs.destination)
   const app = createServer({ logger, errorBody, trustProxy: options.trustProxy })
   await app.register(serviceKit, {
     openapi: { title: 'kit', version: '1.0.0', description: 'a test service' },

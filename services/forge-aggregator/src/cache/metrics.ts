@@ -1,5 +1,4 @@
-import type { Registry } from 'prom-client'
-import { SeriesCounter, type CounterSeries } from '@repo/service-kit'
+import { Counter, type Registry } from 'prom-client'
 import type { CacheResult, Endpoint } from './response-cache.ts'
 
 const ENDPOINTS: readonly Endpoint[] = ['users', 'repos']
@@ -7,18 +6,15 @@ const RESULTS: readonly CacheResult[] = ['hit', 'miss', 'collapsed', 'revalidate
 
 /**
  * Registers `forge_cache_results_total` on `registry` and returns the function that counts one
- * answer. Every series exists from the start (at 0), and each is bound once (`SeriesCounter`): a
- * cache hit costs one addition, not a label lookup.
+ * answer. Every series exists from the start (at 0), so a scrape shows zeros rather than nothing.
  */
 export function createCacheResultCounter(registry: Registry): (endpoint: Endpoint, result: CacheResult) => void {
-  const results = new SeriesCounter({
+  const results = new Counter({
     name: 'forge_cache_results_total',
     help: 'Answers by endpoint and how the cache obtained them',
     labelNames: ['endpoint', 'result'] as const,
     registers: [registry],
   })
-  const series = Object.fromEntries(
-    ENDPOINTS.map((endpoint) => [endpoint, Object.fromEntries(RESULTS.map((result) => [result, results.series({ endpoint, result })]))]),
-  ) as Record<Endpoint, Record<CacheResult, CounterSeries>>
-  return (endpoint, result) => series[endpoint][result].inc()
+  for (const endpoint of ENDPOINTS) for (const result of RESULTS) results.inc({ endpoint, result }, 0)
+  return (endpoint, result) => results.inc({ endpoint, result })
 }

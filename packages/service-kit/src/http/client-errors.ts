@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto'
 import { STATUS_CODES } from 'node:http'
 import type { Socket } from 'node:net'
 import type { FastifyInstance } from 'fastify'
-import { securityHeadersOnce } from './plugins/security-headers.ts'
+import { securityHeadersOnce } from './security-headers.ts'
 
 /** What Node reports, as what the client is told; anything else is bad framing, a 400. */
 const ANSWER_OF: Readonly<Record<string, { statusCode: number; message: string }>> = {

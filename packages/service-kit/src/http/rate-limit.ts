@@ -1,7 +1,7 @@
 import rateLimitPlugin, { type FastifyRateLimitStore, type FastifyRateLimitStoreCtor } from '@fastify/rate-limit'
 import fp from 'fastify-plugin'
 import { HttpError } from '@repo/http-errors'
-import { withDeadline } from '../deadline.ts'
+import { withDeadline } from '../redis/deadline.ts'
 
 /** What the rate limit needs of a node-redis client (`redis` package), so replicas share one count. */
 export interface RateLimitRedis {

@@ -2,9 +2,10 @@ import type { FastifyPluginCallback } from 'fastify'
 import type { SpanExporter } from '@opentelemetry/sdk-trace'
 
 /**
- * OpenTelemetry tracing, started only when the standard variables ask for it (DESIGN §12). This
- * module loads nothing of OpenTelemetry: the SDK and its instrumentations are imported by
- * `startTracing` when tracing is on, so a service that does not trace pays nothing for it.
+ * OpenTelemetry tracing, started only when the standard variables ask for it (docs/design.md,
+ * *Tracing*). This module loads nothing of OpenTelemetry: the SDK and its instrumentations are
+ * imported by `startTracing` when tracing is on, so a service that does not trace pays nothing
+ * for it.
  */
 
 export interface TracingOptions {
@@ -49,7 +50,7 @@ export function isTracingRequested(env: NodeJS.ProcessEnv): boolean {
 export async function startTracing(options: TracingOptions): Promise<Tracing | undefined> {
   if (!options.exporter && !isTracingRequested(options.env)) return undefined
   if (active) throw new Error('tracing is already running in this process')
-  const { startOpenTelemetry } = await import('./tracing-sdk.ts')
+  const { startOpenTelemetry } = await import('./sdk.ts')
   const started = startOpenTelemetry(options)
   const tracing: Tracing = {
     ...started,

@@ -1,7 +1,7 @@
 import fp from 'fastify-plugin'
 
 /**
- * HTTP/1.1 requires a Host header (RFC 9112 §3.2): a request without one is answered 400 in the
+ * HTTP/1.1 requires a Host header: a request without one is answered 400 in the
  * service's shape (Node's own check, turned off in `createServer`, answers an empty body).
  */
 export const hostHeader = fp(

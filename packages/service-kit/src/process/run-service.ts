@@ -3,19 +3,15 @@ import closeWithGrace from 'close-with-grace'
 import type { Static, TObject } from '@sinclair/typebox'
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify'
 import { ConfigError, loadConfig } from '@repo/config'
-import { stdoutInBatches } from './log-destination.ts'
-import { createLogger } from './logger.ts'
-import { startTracing } from './tracing.ts'
+import { stdoutInBatches } from '../logging/destination.ts'
+import { createLogger } from '../logging/logger.ts'
+import { startTracing } from '../tracing/tracing.ts'
 
 /**
  * Counted from the end of the drain's delay. With no delay, it stays inside the 10 s Docker waits
- * between SIGTERM and SIGKILL by default; with one, the grace period must cover both (README).
+ * between SIGTERM and SIGKILL by default; with one, the grace period must cover both (docs/operations.md, *Shutdown*).
  */
 const SHUTDOWN_DEADLINE_MS = 8_000
-
-/** Log lines wait in memory until this many characters are ready, or for `LOG_FLUSH_INTERVAL_MS`. */
-const LOG_BATCH_LENGTH = 4096
-const LOG_FLUSH_INTERVAL_MS = 1_000
 
 /** What every service's configuration holds (see `serverSettings`). */
 interface ServerConfig {
@@ -45,31 +41,21 @@ export interface ServiceDefinition<Schema extends TObject> {
 /**
  * Runs a service as its `server.ts` entry point: validates the configuration (an invalid one
  * exits 1 with one line per bad variable), logs JSON lines to stdout, builds the app, listens,
- * and on SIGTERM or SIGINT drains (DESIGN §11): `/ready` answers 503 at once and every answer
- * closes its connection for `SHUTDOWN_DELAY_SECONDS`, so that balancers take the replica out
- * while it still serves; then it closes the app (no new connections, in-flight requests finish,
+ * and on SIGTERM or SIGINT drains (docs/design.md, *Draining on shutdown*): `/ready` answers 503
+ * at once and every answer closes its connection for `SHUTDOWN_DELAY_SECONDS`, so that balancers
+ * take the replica out while it still serves; then it closes the app (no new connections, in-flight requests finish,
  * then its plugins close what they opened) and exits 0, or 1 past the delay plus 8 s. An uncaught
  * error closes at once, without the delay, and exits 1.
  * When the `OTEL_*` variables ask for traces, tracing starts before the app is built and its last
  * spans are exported after the app has closed.
- *
- * Log lines are kept in memory and written in batches of about 4 KB, or every second when fewer
- * arrive: a write per access line cost items-list a quarter of its throughput. The batches are
- * written synchronously: measured under load, pino's asynchronous mode spent more on its thread-pool
- * round trip per batch than the write itself costs. Whatever is still buffered is written when
- * the process exits, after a shutdown or a crash alike.
+ * Log lines go to stdout in batches (`stdoutInBatches`).
  */
 export async function runService<Schema extends TObject>(service: ServiceDefinition<Schema>): Promise<void> {
   const config = readConfig(service)
   const tracing = await startTracing({ serviceName: service.name, env: service.env })
-  const destination = stdoutInBatches(LOG_BATCH_LENGTH)
-  setInterval(() => destination.flush(), LOG_FLUSH_INTERVAL_MS).unref()
-  // 'exit' comes last, after close-with-grace has logged the shutdown or the crash.
-  process.on('exit', () => destination.flushSync())
-  const logger = createLogger(config.LOG_LEVEL, destination)
+  const logger = createLogger(config.LOG_LEVEL, stdoutInBatches())
   const app = await service.start(config, { logger }).catch(exitOnConfigError)
 
-  // --- drain on SIGTERM/SIGINT (DESIGN §11) ---
   const delayMs = config.SHUTDOWN_DELAY_SECONDS * 1000
   closeWithGrace({ delay: delayMs + SHUTDOWN_DEADLINE_MS, logger }, async ({ signal, err }) => {
     if (err) {
@@ -83,7 +69,6 @@ export async function runService<Schema extends TObject>(service: ServiceDefinit
     await app.close()
     await tracing?.shutdown()
   })
-  // --- end of the drain ---
 
   await app.listen({ host: config.HOST, port: config.PORT })
 }

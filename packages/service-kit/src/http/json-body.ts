@@ -6,9 +6,10 @@ const CHARSET = /;\s*charset\s*=\s*"?([^";\s]*)/i
 const UTF_8 = /^utf-?8$/i
 
 /**
- * JSON bodies are UTF-8 (RFC 8259 §8.1) or refused: a body whose bytes are not valid UTF-8, or
- * that declares another charset, is answered 400 and reaches no route. Decoding it anyway would
- * turn each bad byte into U+FFFD, and a 201 would then store a name the client never sent.
+ * JSON bodies are UTF-8, as JSON between systems must be, or refused: a body whose bytes are not
+ * valid UTF-8, or that declares another charset, is answered 400 and reaches no route. Decoding it
+ * anyway would turn each bad byte into U+FFFD, and a 201 would then store a name the client never
+ * sent.
  * `__proto__` and `constructor` keys are dropped (the other fields are read as sent), so that a
  * body can never reach an object's prototype.
  */

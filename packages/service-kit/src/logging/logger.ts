@@ -1,5 +1,5 @@
 import { pino, stdSerializers, type DestinationStream, type Logger } from 'pino'
-import { activeTracing } from './tracing.ts'
+import { activeTracing } from '../tracing/tracing.ts'
 
 /**
  * Credentials never reach a log line where a serializer or a caller could put them. Exact paths

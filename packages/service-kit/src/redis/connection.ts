@@ -260,7 +260,8 @@ export function clientOptions(target: RedisNodeTarget): Pick<RedisClientOptions,
     ...(target.username === undefined ? {} : { username: target.username }),
     ...(target.password === undefined ? {} : { password: target.password }),
     // CLIENT SETINFO only labels the connection, and Redis before 7.2 has no such command: the
-    // services' ACL users are not given CLIENT (DESIGN §11), so every connection would log a denial.
+    // services' ACL users are not given CLIENT (docs/design.md, *Redis ACLs and the
+    // append-only file*), so every connection would log a denial.
     disableClientInfo: true,
   }
 }

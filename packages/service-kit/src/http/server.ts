@@ -2,9 +2,9 @@ import Fastify, { type FastifyBaseLogger, type FastifyServerOptions } from 'fast
 import { Registry } from 'prom-client'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { frameworkErrorHandler } from '@repo/http-errors'
-import { AccessLog } from './access-log.ts'
+import { AccessLog } from '../logging/access-log.ts'
 import { clientErrorHandler } from './client-errors.ts'
-import { requestIdOf } from './plugins/request-id.ts'
+import { requestIdOf } from './request-id.ts'
 
 declare module 'fastify' {
   interface FastifyInstance {
