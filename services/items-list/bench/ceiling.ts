@@ -4,12 +4,11 @@
  * configured as the service's (no per-command timeout, no offline queue) and answering what the
  * service answers, status, headers and body byte for byte (a new X-Request-Id each time, as the
  * service makes one). Each request writes the service's one access line through Fastify's
- * request logger (a child logger carrying reqId, one line on response) to stdout, in writes of
- * 4 KB or more as the service's log does. Nothing else: no schema, hook, metric, deadline or error mapping.
+ * request logger (a child logger carrying reqId, one line on response) to stdout, through the
+ * same pino.destination batching as the service's log. Nothing else: no schema, hook, metric, deadline or error mapping.
  * Usage: HEADERS='{"GET":{…},"POST":{…}}' PORT=<port> REDIS_PORT=<port> node bench/ceiling.ts
  */
 import { randomUUID } from 'node:crypto'
-import { writeSync } from 'node:fs'
 import Fastify from 'fastify'
 import { pino } from 'pino'
 import { createClient } from 'redis'
@@ -19,19 +18,8 @@ const KEY = 'items'
 const ADDED = JSON.stringify({ message: 'Item added successfully' })
 const headers = JSON.parse(process.env.HEADERS ?? '') as Record<'GET' | 'POST', Record<string, string>>
 
-/** A push per line and one join per write: as cheap as the service's own batching. */
-const lines: string[] = []
-let waiting = 0
-const stdout = {
-  write(line: string) {
-    lines.push(line)
-    waiting += line.length
-    if (waiting < 4096) return
-    writeSync(1, lines.join(''))
-    lines.length = 0
-    waiting = 0
-  },
-}
+/** The service's own log destination: stdout, written in batches of 4 KB or more. */
+const stdout = pino.destination({ dest: 1, minLength: 4096, sync: true })
 
 const redis = createClient({ socket: { host: '127.0.0.1', port: Number(process.env.REDIS_PORT) }, disableOfflineQueue: true, commandOptions: { timeout: 0 } })
 await redis.connect()
