@@ -10,37 +10,28 @@
  * Three processes run side by side: the fake upstream (bench/fake-upstream.ts), the service as
  * `pnpm start` runs it (but for a TTL of an hour, so that no hit turns into a revalidation during
  * the run) and the ceiling. The two sides of each ratio are measured in turn, in short slices, round
- * after round, so that whatever else the machine does weighs on both alike; each figure is the
- * total of its side's slices.
- *
- * The load generator (autocannon, in this process) was the limit of a side's slices when it was
- * busy at least BUSY of the time (one thread: it could send no faster) while the server it loaded
- * was not (its process, every thread, below BUSY of a core); a server busy BUSY or more set its own
- * pace. When neither was, the machine's other work held them back. Figures are reported, not
- * enforced: the exit code is 1 only when an answer is wrong (not 200, partial, or not the service's).
+ * after round, so that whatever else the machine does weighs on both alike: cold answers one at a
+ * time, cache hits under load (test-support's `compareInSlices`, medians of each side's slices).
+ * Figures are reported, not enforced: the exit code is 1 only when an answer is wrong (not 200,
+ * partial, or not the service's).
  */
 import { loadavg } from 'node:os'
 import { performance } from 'node:perf_hooks'
-import autocannon from 'autocannon'
 import { Agent, request } from 'undici'
-import { cpuMicros } from '@repo/test-support'
+import { compareInSlices, reportComparison } from '@repo/test-support'
 import { startServer, stopEveryServer, type Server } from './servers.ts'
 
 const TARGET = { hits: 0.8, cold: 1.2 }
-/** Of the time (a core): above it, a process could have gone no faster. */
-const BUSY = 0.9
 const ROUNDS = 6
-const CONNECTIONS = 50
+/**
+ * 10 connections of 10 requests in flight: one request at a time on each of 50, autocannon spent
+ * nearly as much CPU per request as the service and was, as often as not, the limit on two cores.
+ */
+const CONNECTIONS = 10
+const PIPELINING = 10
 const SLICE_SECONDS = 2
 const COLD_PER_SLICE = 10
 const HIT = '/api/forge/users?user_name=hot-user'
-
-interface Total {
-  requests: number
-  seconds: number
-  serverCpuMicros: number
-  generatorCpuMicros: number
-}
 
 const dispatcher = new Agent({ keepAliveTimeout: 30_000 })
 const problems: string[] = []
@@ -97,71 +88,14 @@ async function cold(upstream: Server, service: Server): Promise<void> {
 
 /** Cache hits on the service and on its ceiling, in alternating slices of load. */
 async function hits(service: Server, ceiling: Server, bytes: number): Promise<void> {
-  const sides = [
-    { name: 'service', server: service, total: emptyTotal() },
-    { name: 'ceiling', server: ceiling, total: emptyTotal() },
-  ]
-  for (const side of sides) await slice(side.server)
-  for (let pass = 0; pass < ROUNDS; pass++) {
-    // Each round starts with the other side, so that neither is always measured right after the other.
-    for (const side of pass % 2 === 0 ? sides : [...sides].reverse()) add(side.total, await slice(side.server))
-  }
-  const rate = (total: Total) => total.requests / total.seconds
-  const busy = (cpu: number, total: Total) => cpu / (total.seconds * 1e6)
-  const limitOf = ({ total }: (typeof sides)[number]) =>
-    busy(total.serverCpuMicros, total) >= BUSY ? 'server' : busy(total.generatorCpuMicros, total) >= BUSY ? 'LOAD GENERATOR' : 'machine (neither busy)'
-  console.log(`Cache hits: GET ${HIT} (${bytes} bytes), ${CONNECTIONS} connections, ${ROUNDS} slices of ${SLICE_SECONDS} s per side, in turn, after one to warm up`)
-  console.table(
-    Object.fromEntries(
-      sides.map((side) => [
-        side.name,
-        {
-          'req/s': Math.round(rate(side.total)),
-          'CPU µs/request': Math.round(side.total.serverCpuMicros / side.total.requests),
-          'server busy': percent(busy(side.total.serverCpuMicros, side.total)),
-          'load generator busy': percent(busy(side.total.generatorCpuMicros, side.total)),
-          'limited by': limitOf(side),
-        },
-      ]),
-    ),
+  const figures = await compareInSlices(
+    { url: service.url, pid: service.process.child.pid },
+    { url: ceiling.url, pid: ceiling.process.child.pid },
+    { requests: [{ method: 'GET', path: HIT }], connections: CONNECTIONS, pipelining: PIPELINING, sliceSeconds: SLICE_SECONDS, rounds: ROUNDS },
+    (problem) => problems.push(problem),
   )
-  const [own, bare] = sides.map((side) => side.total) as [Total, Total]
-  const ratio = rate(own) / rate(bare)
-  const clientBound = sides.some((side) => limitOf(side) === 'LOAD GENERATOR')
-  const verdict = clientBound ? 'the load generator was the limit: not a measure of the service' : ratio >= TARGET.hits ? 'met' : 'NOT MET'
-  console.log(`  service / ceiling, req/s: ${ratio.toFixed(2)}  (target >= ${TARGET.hits}: ${verdict})`)
-  console.log(`  the same by cost, CPU per request, ceiling / service: ${(bare.serverCpuMicros / bare.requests / (own.serverCpuMicros / own.requests)).toFixed(2)}`)
-  if (sides.some((side) => limitOf(side).startsWith('machine'))) {
-    console.log('  other work on the machine set the pace: each side answered as fast as the CPU it was given, so the cost is the steadier figure')
-  }
-  console.log('')
-}
-
-/** One slice of load on `server`: what it answered, in how long, for how much CPU of its own and of the load generator. */
-async function slice(server: Server): Promise<Total> {
-  const pid = server.process.child.pid
-  const serverBefore = cpuMicros(pid) ?? 0
-  const generatorBefore = process.cpuUsage()
-  const result = await autocannon({ url: server.url, connections: CONNECTIONS, duration: SLICE_SECONDS, requests: [{ method: 'GET', path: HIT }] })
-  const generator = process.cpuUsage(generatorBefore)
-  expect(result.non2xx + result.errors === 0, `${result.non2xx + result.errors} of ${result.requests.total} requests to ${server.url} failed or were not 2xx`)
-  return {
-    requests: result.requests.total,
-    seconds: result.duration,
-    serverCpuMicros: (cpuMicros(pid) ?? 0) - serverBefore,
-    generatorCpuMicros: generator.user + generator.system,
-  }
-}
-
-function emptyTotal(): Total {
-  return { requests: 0, seconds: 0, serverCpuMicros: 0, generatorCpuMicros: 0 }
-}
-
-function add(total: Total, part: Total): void {
-  total.requests += part.requests
-  total.seconds += part.seconds
-  total.serverCpuMicros += part.serverCpuMicros
-  total.generatorCpuMicros += part.generatorCpuMicros
+  const title = `Cache hits: GET ${HIT} (${bytes} bytes), ${CONNECTIONS} connections × ${PIPELINING} pipelined, ${ROUNDS} slices of ${SLICE_SECONDS} s per side, in turn, after one to warm up; medians`
+  reportComparison(title, figures, TARGET.hits)
 }
 
 async function get(url: string) {
@@ -183,8 +117,4 @@ function expect(condition: boolean, problem: string): void {
 
 function round(value: number): number {
   return Math.round(value * 10) / 10
-}
-
-function percent(share: number): string {
-  return `${Math.round(share * 100)} %`
 }

@@ -9,23 +9,18 @@
  * against the service's: status, body and every header but those that differ per request; the
  * bench stops there if they differ.
  *
- * Each target is measured in slices alternating service and ceiling, after one slice each to warm
- * up; each figure is the median of its side's slices, so that whatever else the machine does
- * weighs on both alike. A server that used at least BUSY of a core set its own pace; below that,
- * the load generator (autocannon, in this process) did when its thread was busy BUSY of the time,
- * else the machine's other work did, and CPU per request is then the steadier comparison.
+ * Each target is measured in slices alternating service and ceiling, each figure the median of its
+ * side's slices (test-support's `compareInSlices`).
  * Figures are reported, not enforced: the exit code is 1 only when an answer is wrong.
  */
 import type { ChildProcess } from 'node:child_process'
 import { loadavg } from 'node:os'
 import { fileURLToPath } from 'node:url'
-import autocannon from 'autocannon'
 import { createClient } from 'redis'
-import { cpuMicros, eventually, findFreePort, runServiceSource, startPrivateRedis, type RunningProcess } from '@repo/test-support'
+import { compareInSlices, eventually, findFreePort, reportComparison, runServiceSource, startPrivateRedis, type RunningProcess } from '@repo/test-support'
 
 const SERVICE_ROOT = fileURLToPath(new URL('..', import.meta.url))
 const TARGET = 0.9
-const BUSY = 0.9
 const ROUNDS = 6
 const SLICE_SECONDS = 2
 /**
@@ -53,13 +48,6 @@ const PER_REQUEST = new Set(['date', 'connection', 'keep-alive', 'content-length
 interface Server {
   url: string
   process: RunningProcess
-}
-
-interface Slice {
-  rate: number
-  cpuPerRequest: number
-  serverBusy: number
-  generatorBusy: number
 }
 
 const problems: string[] = []
@@ -99,43 +87,13 @@ if (problems.length > 0) {
 
 /** One target on both servers, in alternating slices, and the report. */
 async function compare(service: Server, ceiling: Server, target: Target): Promise<void> {
-  const sides = [
-    { name: 'service', server: service, slices: [] as Slice[] },
-    { name: 'ceiling', server: ceiling, slices: [] as Slice[] },
-  ]
-  for (const side of sides) await slice(side.server, target)
-  for (let round = 0; round < ROUNDS; round++) {
-    // Each round starts with the other side, so that neither always follows the other.
-    for (const side of round % 2 === 0 ? sides : [...sides].reverse()) side.slices.push(await slice(side.server, target))
-  }
-  const busy = (of: Slice[], key: 'serverBusy' | 'generatorBusy') => median(of.map((slice) => slice[key]))
-  const figures = sides.map(({ slices }) => ({
-    'req/s': Math.round(median(slices.map((slice) => slice.rate))),
-    'CPU µs/request': Math.round(median(slices.map((slice) => slice.cpuPerRequest))),
-    'server busy (of a core)': percent(busy(slices, 'serverBusy')),
-    'load generator busy': percent(busy(slices, 'generatorBusy')),
-    'limited by': busy(slices, 'serverBusy') >= BUSY ? 'server' : busy(slices, 'generatorBusy') >= BUSY ? 'LOAD GENERATOR' : 'machine',
-  }))
-  console.log(`${target.method} ${target.path}`)
-  console.table(Object.fromEntries(sides.map((side, index) => [side.name, figures[index]])))
-  const [own, bare] = figures as [(typeof figures)[number], (typeof figures)[number]]
-  const ratio = own['req/s'] / bare['req/s']
-  console.log(`  service / ceiling, req/s: ${ratio.toFixed(2)}  (target >= ${TARGET}: ${ratio >= TARGET ? 'met' : 'NOT MET'})`)
-  console.log(`  the same by cost, CPU per request, ceiling / service: ${(bare['CPU µs/request'] / own['CPU µs/request']).toFixed(2)}`)
-  if (figures.some((figure) => figure['limited by'] !== 'server')) console.log('  a server used less than a core: CPU per request is the steadier figure')
-  console.log('')
-}
-
-/** SLICE_SECONDS of load on `server`: its requests/s, and its CPU per request and share of a core. */
-async function slice(server: Server, request: Target): Promise<Slice> {
-  const pid = server.process.child.pid
-  const before = cpuMicros(pid) ?? Number.NaN
-  const generatorBefore = process.cpuUsage()
-  const result = await autocannon({ url: server.url, connections: CONNECTIONS, pipelining: PIPELINING, duration: SLICE_SECONDS, requests: [request] })
-  const generator = process.cpuUsage(generatorBefore)
-  const cpu = (cpuMicros(pid) ?? Number.NaN) - before
-  expect(result.non2xx + result.errors === 0, `${result.non2xx + result.errors} of ${result.requests.total} requests to ${server.url} failed or were not 2xx`)
-  return { rate: result.requests.total / result.duration, cpuPerRequest: cpu / result.requests.total, serverBusy: cpu / (result.duration * 1e6), generatorBusy: (generator.user + generator.system) / (result.duration * 1e6) }
+  const figures = await compareInSlices(
+    { url: service.url, pid: service.process.child.pid },
+    { url: ceiling.url, pid: ceiling.process.child.pid },
+    { requests: [target], connections: CONNECTIONS, pipelining: PIPELINING, sliceSeconds: SLICE_SECONDS, rounds: ROUNDS },
+    (problem) => problems.push(problem),
+  )
+  reportComparison(`${target.method} ${target.path}`, figures, TARGET)
 }
 
 /** Runs `entry` on a free port of 127.0.0.1 against the bench's Redis, its stdout (the access log) to /dev/null; resolves once GET /items/ answers. */
@@ -157,22 +115,8 @@ async function answer(server: Server, { method, path, headers = {}, body }: Targ
   return { status: response.status, headers: Object.fromEntries(kept), body: await response.text() }
 }
 
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b)
-  const middle = Math.floor(sorted.length / 2)
-  return sorted.length % 2 === 1 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2
-}
-
-function percent(share: number): string {
-  return `${Math.round(share * 100)} %`
-}
-
 function load(): string {
   return loadavg()
     .map((value) => value.toFixed(1))
     .join(' ')
-}
-
-function expect(condition: boolean, problem: string): void {
-  if (!condition) problems.push(problem)
 }
