@@ -72,14 +72,8 @@ export class ResponseCache {
     this.#options = options
     this.#ttlMs = options.ttlSeconds * 1000
     this.#staleMs = options.staleSeconds * 1000
-    this.#local = new LRUCache({
-      maxSize: options.maxBytes,
-      sizeCalculation: (answer) => answer.body.length,
-      // Entries carry their own expiry on our clock; the cache only has to forget them.
-      ttlAutopurge: false,
-      ttlResolution: 0,
-      perf: { now: options.now },
-    })
+    // Entries carry their own expiry on our clock (`#held`): the LRU only bounds their bytes.
+    this.#local = new LRUCache({ maxSize: options.maxBytes, sizeCalculation: (answer) => answer.body.length })
   }
 
   /**
@@ -94,7 +88,7 @@ export class ResponseCache {
     const pending = this.#inFlight.get(key)
     if (pending) return pending.then((served) => this.#counted(request, asCollapsed(served)))
 
-    const production = this.#resolve(key, kept, produce, request).finally(() => this.#inFlight.delete(key))
+    const production = this.#resolve(key, this.#held(key, kept), produce, request).finally(() => this.#inFlight.delete(key))
     this.#inFlight.set(key, production)
     return production.then((served) => this.#counted(request, served))
   }
@@ -107,6 +101,13 @@ export class ResponseCache {
   /** Seconds since `answer` was produced (its `Age`). */
   ageOf(answer: CachedAnswer): number {
     return Math.max(0, Math.floor((this.#options.now() - answer.producedAt) / 1000))
+  }
+
+  /** `kept`, unless it is past what it may be sent for, even stale: then it is forgotten. */
+  #held(key: string, kept: CachedAnswer | undefined): CachedAnswer | undefined {
+    if (!kept || kept.keepUntil > this.#options.now()) return kept
+    this.#local.delete(key)
+    return undefined
   }
 
   #isFresh(answer: CachedAnswer): boolean {
@@ -197,8 +198,7 @@ export class ResponseCache {
   }
 
   #keep(key: string, answer: CachedAnswer): void {
-    const ttl = answer.keepUntil - this.#options.now()
-    if (ttl > 0) this.#local.set(key, answer, { ttl })
+    if (answer.keepUntil > this.#options.now()) this.#local.set(key, answer)
   }
 }
 
