@@ -1,5 +1,6 @@
 import t from 'tap'
-import { buildService, type LogLine } from './helpers/service.ts'
+import type { LogLine } from '@repo/test-support'
+import { buildService } from './helpers/service.ts'
 
 // The app as buildApp builds it, logging through the service's own logger (createLogger) at
 // trace level: every line any part of it writes is recorded.

@@ -3,24 +3,12 @@ import { createClient } from 'redis'
 import type { FastifyInstance } from 'fastify'
 import { loadConfig } from '@repo/config'
 import { createLogger } from '@repo/service-kit'
-import { eventually, startPrivateRedis, type PrivateRedis } from '@repo/test-support'
+import { captureLogs, eventually, startPrivateRedis, type CapturedLogs, type PrivateRedis } from '@repo/test-support'
 import { buildApp } from '../../src/app.ts'
 import { ItemsListConfig } from '../../src/config.ts'
 
 /** The list's key under the default configuration. */
 export const ITEMS_KEY = 'items'
-
-/** One JSON log line as the service wrote it. */
-export type LogLine = Record<string, unknown> & { level: number; msg?: string }
-
-/** Every line the app logged, as written (raw text) and parsed. */
-export interface LogRecord {
-  readonly lines: LogLine[]
-  /** Everything written, as the bytes a log shipper would see. */
-  text(): string
-  /** Resolves with the first line (already written or to come) that `matches`; rejects after `timeoutMs`. */
-  waitFor(matches: (line: LogLine) => boolean, timeoutMs?: number): Promise<LogLine>
-}
 
 export interface ServiceUnderTest {
   /** The app exactly as `server.ts` builds it: `buildApp(loadConfig(...), { logger: createLogger(...) })`. */
@@ -30,7 +18,7 @@ export interface ServiceUnderTest {
   /** A plain client on the same Redis, to look at what the service stored. */
   inspector: Inspector
   /** Every log line, at trace level. */
-  logs: LogRecord
+  logs: CapturedLogs
   /** The list as Redis holds it. */
   storedItems: () => Promise<string[]>
   /** Resolves once `/ready` answers 200 (Redis answers the app again); rejects after about 5 s. */
@@ -56,7 +44,7 @@ export interface BuildOptions {
 export async function buildService(t: Test, options: BuildOptions = {}): Promise<ServiceUnderTest> {
   const redis = options.redis ?? (await startPrivateRedis())
   const config = loadConfig(ItemsListConfig, { REDIS_HOST: '127.0.0.1', REDIS_PORT: String(redis.port), ...options.env })
-  const logs = recordLogs()
+  const logs = captureLogs()
   const app = await buildApp(config, { logger: createLogger('trace', logs.destination) })
   const inspector = createInspector(config)
   t.teardown(async () => {
@@ -80,7 +68,7 @@ export async function buildService(t: Test, options: BuildOptions = {}): Promise
     await inspector.del(config.ITEMS_KEY)
   })
 
-  return { app, config, redis, inspector, logs: logs.record, storedItems: () => inspector.lRange(config.ITEMS_KEY, 0, -1), untilReady }
+  return { app, config, redis, inspector, logs, storedItems: () => inspector.lRange(config.ITEMS_KEY, 0, -1), untilReady }
 }
 
 export type Inspector = ReturnType<typeof createInspector>
@@ -111,42 +99,4 @@ export async function connectInspector(port: number): Promise<Inspector> {
   const inspector = createInspector(port)
   await inspector.connect()
   return inspector
-}
-
-function recordLogs(): { destination: { write(line: string): void }; record: LogRecord } {
-  const raw: string[] = []
-  const lines: LogLine[] = []
-  const waiting = new Set<() => void>()
-  const destination = {
-    write(line: string) {
-      raw.push(line)
-      lines.push(JSON.parse(line) as LogLine)
-      for (const check of waiting) check()
-    },
-  }
-  const record: LogRecord = {
-    lines,
-    text: () => raw.join(''),
-    waitFor(matches, timeoutMs = 5_000) {
-      return new Promise((resolve, reject) => {
-        const check = () => {
-          const found = lines.find(matches)
-          if (!found) return
-          done()
-          resolve(found)
-        }
-        const timer = setTimeout(() => {
-          done()
-          reject(new Error(`no such log line within ${timeoutMs} ms`))
-        }, timeoutMs)
-        const done = () => {
-          clearTimeout(timer)
-          waiting.delete(check)
-        }
-        waiting.add(check)
-        check()
-      })
-    },
-  }
-  return { destination, record }
 }
