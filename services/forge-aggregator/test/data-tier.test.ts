@@ -66,6 +66,8 @@ t.test('both Redis servers flooded past their maxmemory: the cache evicts; the d
   const [, port] = await itemsList.waitFor(LISTENING)
   const append = (name: string, key: string) =>
     fetch(`http://127.0.0.1:${port}/items`, { method: 'POST', headers: { 'content-type': 'application/json', 'idempotency-key': key }, body: JSON.stringify({ name }) })
+  // Through items-list itself: how it lays the list out in Redis is its own business.
+  const stored = async () => ((await (await fetch(`http://127.0.0.1:${port}/items`)).json()) as { items: string[] }).items
   const names = Array.from({ length: 20 }, (_, index) => `item-${index}`)
   for (const [index, name] of names.entries()) t.equal((await append(name, `key-${index}`)).status, 201)
 
@@ -114,8 +116,7 @@ t.test('both Redis servers flooded past their maxmemory: the cache evicts; the d
   t.equal(await info(durableAdmin, 'stats', 'evicted_keys'), 0, 'the durable Redis evicted nothing')
   const records = await durableAdmin.keys('items:idempotency:*')
   t.same(records.toSorted(), [...acknowledged.values()].map((key) => `items:idempotency:${key}`).toSorted(), 'every idempotency record survives, and only those')
-  const stored = await durableAdmin.lRange('items', 0, -1)
-  t.same(stored.toSorted(), [...acknowledged.keys()].toSorted(), 'every name answered 201 is stored once, and no refused one')
+  t.same((await stored()).toSorted(), [...acknowledged.keys()].toSorted(), 'every name answered 201 is stored once, and no refused one')
 
   // Given its memory back (compose's maxmemory), it takes the retries: each stores its name once.
   const composeMaxMemory = durableFlags[durableFlags.indexOf('--maxmemory') + 1]!
@@ -129,5 +130,5 @@ t.test('both Redis servers flooded past their maxmemory: the cache evicts; the d
   const retriedRefusal = await append(floodName(refusedIndex), refusedKey)
   t.equal(retriedRefusal.status, 201)
   t.equal(retriedRefusal.headers.get('idempotent-replayed'), null, 'a refused append retried is appended')
-  t.same((await durableAdmin.lRange('items', 0, -1)).toSorted(), [...acknowledged.keys(), floodName(refusedIndex)].toSorted(), 'nothing stored twice')
+  t.same((await stored()).toSorted(), [...acknowledged.keys(), floodName(refusedIndex)].toSorted(), 'nothing stored twice')
 })

@@ -51,6 +51,6 @@ export async function buildApp(config: ItemsListConfig, { logger }: { logger: Fa
 
   await app.register(rootRoutes)
   await app.register(healthRoutes)
-  await app.register(itemRoutes)
+  await app.register(itemRoutes, { maxCount: config.ITEMS_MAX_COUNT })
   return app
 }

@@ -16,7 +16,16 @@ export const ItemsListConfig = Type.Object({
   ...redisAuthSettings(),
   REDIS_DB: Type.Integer({ default: 0, minimum: 0, description: 'Redis database number' }),
   ...sentinelSettings(),
-  ITEMS_KEY: Type.String({ default: 'items', minLength: 1, description: 'the Redis key of the list' }),
+  ITEMS_KEY: Type.String({
+    default: 'items',
+    minLength: 1,
+    description: 'the Redis key of the list (its index; its chunks and records are under <key>:)',
+  }),
+  ITEMS_MAX_COUNT: Type.Integer({
+    default: 1_000_000,
+    minimum: 1,
+    description: 'the most names the list may hold; an append past it answers 507',
+  }),
   IDEMPOTENCY_TTL_SECONDS: Type.Integer({
     default: 86_400,
     minimum: 1,

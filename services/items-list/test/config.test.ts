@@ -17,6 +17,7 @@ t.test('defaults: port 8080 on all interfaces, Redis at localhost:6379 db 0, key
     REDIS_DB: 0,
     REDIS_SENTINEL_NAME: 'mymaster',
     ITEMS_KEY: 'items',
+    ITEMS_MAX_COUNT: 1_000_000,
     IDEMPOTENCY_TTL_SECONDS: 86_400,
     ITEMS_MIN_REPLICAS_ACK: 0,
   })
@@ -41,6 +42,7 @@ t.test('every variable of the README table is read', async (t) => {
     REDIS_SENTINELS: 'sentinel-0:26379,sentinel-1:26379',
     REDIS_SENTINEL_NAME: 'items',
     ITEMS_KEY: 'shopping',
+    ITEMS_MAX_COUNT: '5000',
     IDEMPOTENCY_TTL_SECONDS: '3600',
     ITEMS_MIN_REPLICAS_ACK: '1',
   })
@@ -62,6 +64,7 @@ t.test('every variable of the README table is read', async (t) => {
     REDIS_SENTINELS: 'sentinel-0:26379,sentinel-1:26379',
     REDIS_SENTINEL_NAME: 'items',
     ITEMS_KEY: 'shopping',
+    ITEMS_MAX_COUNT: 5000,
     IDEMPOTENCY_TTL_SECONDS: 3600,
     ITEMS_MIN_REPLICAS_ACK: 1,
   })

@@ -41,7 +41,7 @@ t.test('/docs/json is the OpenAPI document built from the route schemas', async 
   }>()
   t.match(document.openapi, /^3\./)
   t.ok(document.paths['/items/']?.post?.requestBody, 'POST /items/ documents its body')
-  t.same(Object.keys(document.paths['/items/']?.post?.responses ?? {}).sort(), ['201', '400', '413', '415', '422', '503'])
+  t.same(Object.keys(document.paths['/items/']?.post?.responses ?? {}).sort(), ['201', '400', '413', '415', '422', '503', '507'])
   t.same(Object.keys(document.paths['/items/{item_name}']?.delete?.responses ?? {}).sort(), ['200', '404', '422', '503'])
   t.match(JSON.stringify(document.paths['/items/']?.post?.requestBody), /"maxLength":1024/)
 })

@@ -97,9 +97,10 @@ t.test('names are stored exactly as sent, whitespace and case included', async (
   t.same(await storedItems(), [' Apple ', 'APPLE'])
 })
 
-t.test('the list lives at ITEMS_KEY as a Redis list', async (t) => {
+t.test('the list lives at ITEMS_KEY: an index of chunks there, the names in Redis lists under it', async (t) => {
   await add('apple')
-  t.equal(await inspector.type('items'), 'list')
+  t.equal(await inspector.type('items'), 'zset')
+  t.same(await inspector.lRange('items:chunk:1', 0, -1), ['apple'])
 })
 
 t.test('an unknown route answers 404 Not Found', async (t) => {

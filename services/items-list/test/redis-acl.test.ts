@@ -1,7 +1,7 @@
 import t, { type Test } from 'tap'
 import { createClient } from 'redis'
 import { answerWithoutLogin, startPrivateRedis, startRedisWithServiceUsers, TEST_REDIS_ADMIN, TEST_REDIS_USERS } from '@repo/test-support'
-import { buildService } from './helpers/service.ts'
+import { buildService, storedList, clearList } from './helpers/service.ts'
 
 // Redis as compose and the Kubernetes base run it: the users of deploy/redis/users.acl.template.
 const redis = await startRedisWithServiceUsers()
@@ -61,11 +61,11 @@ t.test('with ITEMS_MIN_REPLICAS_ACK, items-list waits for replicas under its own
   t.teardown(() => onReplica.destroy())
 
   const { app } = await buildService(t, { redis, env: { ...asItemsList, ITEMS_MIN_REPLICAS_ACK: '1' } })
-  await admin.del('items')
+  await clearList(admin, 'items')
   const keyed = await app.inject({ method: 'POST', url: '/items', headers: { 'idempotency-key': 'acl-wait-1' }, payload: { name: 'plum' } })
   t.equal(keyed.statusCode, 201)
   t.equal((await app.inject({ method: 'POST', url: '/items', payload: { name: 'quince' } })).statusCode, 201)
-  t.same(await onReplica.lRange('items', 0, -1), ['plum', 'quince'], 'on the replica when answered')
+  t.same(await storedList(onReplica, 'items'), ['plum', 'quince'], 'on the replica when answered')
   t.same(await denials(), [], 'no command refused, WAIT included')
 })
 
@@ -124,13 +124,14 @@ async function permissionsOf(username: string) {
   return { user, commands, keys: String(user.keys), channels: String(user.channels), dangerousAllowed: commands.filter((rule) => rule.startsWith('+') && dangerous.has(rule.slice(1))) }
 }
 
-t.test('the ACL file gives items-list exactly its list, its idempotency records and its rate-limit counts, no channel, and the commands it sends', async (t) => {
+t.test('the ACL file gives items-list exactly its list (index, header, chunks, legacy list, delete locks), its idempotency records and its rate-limit counts, no channel, and the commands it sends', async (t) => {
   const { user, commands, keys, channels, dangerousAllowed } = await permissionsOf(itemsList.username)
   t.match(user.flags, ['on'])
   t.equal(user.passwords.length, 1, 'one password, stored hashed')
-  t.equal(keys, '~items ~items:idempotency:* ~rate-limit:items-list:*')
+  t.equal(keys, '~items ~items:header ~items:legacy ~items:chunk:* ~items:deleting:* ~items:idempotency:* ~rate-limit:items-list:*')
   t.equal(channels, '', 'no pub/sub channel')
-  t.same(commands, ['-@all', '+ping', '+select', '+rpush', '+lrange', '+lrem', '+get', '+set', '+evalsha', '+eval', '+incr', '+pexpire', '+pttl', '+wait'].toSorted())
+  const list = ['+type', '+exists', '+rename', '+del', '+zadd', '+zrem', '+zscore', '+zrange', '+hget', '+hmget', '+hset', '+hsetnx', '+hincrby', '+rpush', '+lpop', '+llen', '+lpos', '+lset', '+lrange', '+time']
+  t.same(commands, ['-@all', '+ping', '+select', ...list, '+get', '+set', '+evalsha', '+eval', '+incr', '+pexpire', '+pttl', '+wait'].toSorted())
   t.same(dangerousAllowed, [], 'no @dangerous command')
 })
 

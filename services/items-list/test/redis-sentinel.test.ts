@@ -5,7 +5,7 @@ import { createLogger } from '@repo/service-kit'
 import { renderServiceUsersAcl, startPrivateSentinelGroup, TEST_REDIS_USERS } from '@repo/test-support'
 import { buildApp } from '../src/app.ts'
 import { ItemsListConfig } from '../src/config.ts'
-import { buildService } from './helpers/service.ts'
+import { buildService, storedList } from './helpers/service.ts'
 
 // Not mymaster, REDIS_SENTINEL_NAME's default: a service that ignored the setting would find nothing.
 const NAME = 'items-primary'
@@ -34,7 +34,7 @@ t.test('with REDIS_SENTINELS, items-list works on the primary the sentinels know
   t.match(logs.lines.find((line) => line.msg === 'connecting to Redis'), { sentinels: group.sentinelList.split(','), name: NAME, username: itemsList.username })
   t.equal((await app.inject({ method: 'POST', url: '/items', headers: { 'idempotency-key': 'sentinel-1' }, payload: { name: 'apricot' } })).statusCode, 201)
   t.same((await app.inject({ method: 'GET', url: '/items' })).json(), { items: ['apricot'] })
-  t.same(await admin.lRange('items', 0, -1), ['apricot'], 'on the primary')
+  t.same(await storedList(admin, 'items'), ['apricot'], 'on the primary')
 
   // Every connection to the primary but the test's own, the replica's and the sentinel's is
   // items-list's: its store, its appends, and the helper's inspector (which logs in as the app does).

@@ -1,6 +1,6 @@
 import t, { type Test } from 'tap'
 import { eventually, startPrivateRedis, type PrivateRedis } from '@repo/test-support'
-import { buildService, connectInspector, type Inspector } from './helpers/service.ts'
+import { buildService, connectInspector, type Inspector, storedList } from './helpers/service.ts'
 
 const UNAVAILABLE = { detail: 'Item store unavailable' }
 /** The connection's default deadline: a 503 for want of replicas must come before it. */
@@ -72,7 +72,7 @@ t.test('ITEMS_MIN_REPLICAS_ACK=1 on a primary without replicas: 503 within the d
   t.equal(retried.statusCode, 201)
   t.equal(retried.headers['idempotent-replayed'], 'true')
   t.same(await storedItems(), ['pear', 'plum', 'quince'], 'the 503s were stored once each, the retry added nothing')
-  t.same(await onReplica.lRange('items', 0, -1), ['pear', 'plum', 'quince'])
+  t.same(await storedList(onReplica, 'items'), ['pear', 'plum', 'quince'])
 })
 
 t.test('ITEMS_MIN_REPLICAS_ACK=1 with one replica: 201, and the replica holds the name when the 201 is sent', async (t) => {
@@ -83,9 +83,9 @@ t.test('ITEMS_MIN_REPLICAS_ACK=1 with one replica: 201, and the replica holds th
 
   const keyed = await post(app, 'fig', 'key-2')
   t.equal(keyed.statusCode, 201)
-  t.same(await onReplica.lRange('items', 0, -1), ['fig'])
+  t.same(await storedList(onReplica, 'items'), ['fig'])
   t.equal((await post(app, 'kiwi')).statusCode, 201)
-  t.same(await onReplica.lRange('items', 0, -1), ['fig', 'kiwi'])
+  t.same(await storedList(onReplica, 'items'), ['fig', 'kiwi'])
 })
 
 t.test('ITEMS_MIN_REPLICAS_ACK=2 with one of two replicas frozen: 503, though one replica confirmed it; 201 once both confirm', async (t) => {
@@ -100,7 +100,7 @@ t.test('ITEMS_MIN_REPLICAS_ACK=2 with one of two replicas frozen: 503, though on
   const refused = await post(app, 'banana', 'key-7')
   t.equal(refused.statusCode, 503)
   t.same(refused.json(), UNAVAILABLE)
-  t.same(await first.onReplica.lRange('items', 0, -1), ['apricot', 'banana'], 'one replica did hold it: one is not enough')
+  t.same(await storedList(first.onReplica, 'items'), ['apricot', 'banana'], 'one replica did hold it: one is not enough')
   t.equal((await post(app, 'cherry')).statusCode, 503, 'an append without a key too')
 
   second.replica.resume()
@@ -135,7 +135,7 @@ t.test('a replayed append waits until the replicas hold its record, even when an
   t.equal(retried.statusCode, 201)
   t.equal(retried.headers['idempotent-replayed'], 'true')
   t.same(await storedItems(), ['lime'])
-  t.same(await onReplica.lRange('items', 0, -1), ['lime'])
+  t.same(await storedList(onReplica, 'items'), ['lime'])
 })
 
 t.test('ITEMS_MIN_REPLICAS_ACK=0 (the default) never waits: 201 from a lone primary, on the one connection', async (t) => {
@@ -163,7 +163,7 @@ t.test('a replica briefly behind does not fail the append: the WAIT lasts up to 
   const answer = post(app, 'elderberry')
   setTimeout(() => replica.resume(), 100)
   t.equal((await answer).statusCode, 201, 'confirmed once the replica caught up, 100 ms later')
-  t.same(await onReplica.lRange('items', 0, -1), ['elderberry'])
+  t.same(await storedList(onReplica, 'items'), ['elderberry'])
 })
 
 /** Clients connected to the inspector's Redis, the inspector itself left out. */

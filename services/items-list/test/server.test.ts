@@ -3,7 +3,7 @@ import { connect, type Socket } from 'node:net'
 import { once } from 'node:events'
 import { fileURLToPath } from 'node:url'
 import { LISTENING, createPrivateRedis, eventually, isListening, runServiceSource, startPrivateRedis, waitForStatus } from '@repo/test-support'
-import { connectInspector, type Inspector } from './helpers/service.ts'
+import { connectInspector, storedList, type Inspector } from './helpers/service.ts'
 
 const SERVICE_ROOT = fileURLToPath(new URL('..', import.meta.url))
 // No drain delay: these tests are about what closing does (service-kit's test/drain-process.test.ts covers the drain).
@@ -76,7 +76,7 @@ t.test('SIGTERM: in-flight requests finish normally, new connections are refused
   t.ok(Date.now() - sentAt < 10_000, 'exited within 10 s')
   t.match(server.output(), /"msg":"Redis connection closed"/)
   t.equal(await countClients(inspector), 1, 'only the inspector is still connected to Redis')
-  t.same(await inspector.lRange('items', 0, -1), ['in-flight'])
+  t.same(await storedList(inspector, 'items'), ['in-flight'])
 })
 
 async function countClients(client: Inspector): Promise<number> {

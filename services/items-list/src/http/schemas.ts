@@ -22,9 +22,43 @@ export const IdempotencyHeaders = Type.Object({
   ),
 })
 
+/** The longest page a caller may ask for. */
+export const MAX_PAGE_NAMES = 10_000
+
+export const ListQuery = Type.Object({
+  limit: Type.Optional(
+    Type.Integer({
+      minimum: 1,
+      maximum: MAX_PAGE_NAMES,
+      description: `Answer at most this many names (1–${MAX_PAGE_NAMES}); a Link header with rel="next" leads to the rest. Without it, the whole list.`,
+    }),
+  ),
+  cursor: Type.Optional(
+    Type.String({
+      minLength: 1,
+      maxLength: 256,
+      pattern: '^[A-Za-z0-9_-]+$',
+      description: 'Where to go on from: opaque, taken from the Link header of the page before.',
+    }),
+  ),
+})
+export type ListQuery = Static<typeof ListQuery>
+
 export const Message = Type.Object({ message: Type.String() })
-export const ItemList = Type.Object({ items: Type.Array(Type.String()) })
+export const ItemList = Type.Object(
+  { items: Type.Array(Type.String()) },
+  {
+    description: 'Names in insertion order. Every name in the list for the whole read appears once, even while others append and delete.',
+    headers: {
+      Link: {
+        type: 'string',
+        description: 'With limit, when more names follow: `</items/?limit=N&cursor=…>; rel="next"` (RFC 8288)',
+      },
+    },
+  },
+)
 export const ErrorDetail = Type.Object({ detail: Type.String() })
+export type ErrorDetail = Static<typeof ErrorDetail>
 
 /** `/health` and `/ready`: `{"status":"ok"}`, `{"status":"ready"}`. */
 export const Status = Type.Object({ status: Type.String() })

@@ -1,88 +1,110 @@
-import { createHash } from 'node:crypto'
-import { defineScript, type CommandParser, type RedisScripts } from 'redis'
-import type { RedisCommands, RedisConnection } from '@repo/service-kit'
+import { createHash, randomBytes, randomUUID } from 'node:crypto'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { RedisUnavailableError, type RedisCommands, type RedisConnection } from '@repo/service-kit'
+import {
+  ID_PREFIX,
+  LEGACY_MEMBER,
+  listKeys,
+  TOMBSTONE,
+  type AppendOutcome,
+  type ItemStoreScripts,
+  type ListKeys,
+  type OnceOutcome,
+} from './layout.ts'
 import type { StoreCommand } from './metrics.ts'
 
-/** What became of an append made under an idempotency key. */
-export type OnceOutcome = 'appended' | 'replayed' | 'conflict'
+export type { AppendOutcome, OnceOutcome } from './layout.ts'
+
+/** Where a read goes on from: a chunk's number and a place in it (docs/design.md, "The list in chunks"). */
+export interface ReadPosition {
+  /** The list this place is in: a place in another list means nothing here. */
+  listId: string
+  chunk: number
+  offset: number
+}
+
+/** What one bounded step of a read found: chunks' entries as stored, tombstones included. */
+interface ReadStep {
+  listId: string | undefined
+  segments: Segment[]
+  /** Where the next step starts; none when the list ended. */
+  next: ReadPosition | undefined
+}
+
+/** One chunk's entries from `offset` on, as `LRANGE` gave them. */
+interface Segment {
+  chunk: number
+  offset: number
+  entries: string[]
+}
+
+/** At most `limit` names, and where the names after them start. */
+export interface Page {
+  names: string[]
+  /** Where the next page starts; none when no name follows. */
+  next: ReadPosition | undefined
+}
 
 /**
- * The ordered list of item names. Every method rejects with service-kit's
- * `RedisUnavailableError` when Redis cannot be reached, refuses the command or misses its deadline,
- * and an append also when fewer replicas than asked confirm it in time.
+ * The ordered list of item names. Every method rejects with service-kit's `RedisUnavailableError`
+ * when Redis cannot be reached, refuses a command or misses a command's deadline (each step of a
+ * long read or delete has a deadline of its own), and an append also when fewer replicas than
+ * asked confirm it in time.
  */
 export interface ItemStore {
-  /** Appends `name` at the end of the list. */
-  append(name: string): Promise<void>
+  /** Appends `name` at the end of the list, unless it holds `ITEMS_MAX_COUNT` names already (`full`). */
+  append(name: string): Promise<AppendOutcome>
   /**
    * Appends `name` unless `key` was already used: `replayed` when it was, for the same name
-   * (nothing appended), `conflict` when for another name. The append and the record of the key
-   * are one atomic step, so an append is never stored without its key or the other way round.
+   * (nothing appended), `conflict` when for another name. The record is read before the cap, so
+   * that a retry of an append stored before the list filled up is still `replayed`.
    */
   appendOnce(name: string, key: string): Promise<OnceOutcome>
-  /** Every name, in insertion order. */
-  list(): Promise<string[]>
-  /** Removes every occurrence of `name` in one atomic step; resolves to how many were removed. */
+  /**
+   * The list from its start or from `from`, in insertion order, as the names of one bounded read
+   * step after another (a few chunks, one round trip each; never an empty batch). Each step is read
+   * as the previous one is handed out (never more than one ahead), and returning the generator
+   * stops the reading. Every name
+   * that is in the list for the whole read comes exactly once; names appended or deleted during it
+   * may come or not. Rejects with `ForeignPositionError` when `from` is a place in another list.
+   */
+  names(from?: ReadPosition): AsyncGenerator<string[], void, undefined>
+  /** The first `limit` names from `from` (or the start), with the same guarantees as `names`. */
+  page(from: ReadPosition | undefined, limit: number): Promise<Page>
+  /**
+   * Removes every occurrence of `name`, in steps of a few milliseconds each; resolves to how many
+   * it removed. Of concurrent deletes of one name, one removes it and the others then find none.
+   */
   removeAll(name: string): Promise<number>
+  /**
+   * How many names the list holds, and how many of them an earlier version's list still has to
+   * move into the chunks.
+   */
+  counts(): Promise<{ names: number; unmigrated: number }>
+  /**
+   * Moves an earlier version's list into the chunks, a step at a time, until none is left, and
+   * resolves to how many names this call moved; makes the layout exist when there is none.
+   */
+  migrate(): Promise<number>
   /** Resolves when Redis answers PING. */
   ping(): Promise<void>
 }
 
-/** The append-once script's arguments and answer, spelled out so that its type can be named. */
-interface AppendOnceScript {
-  parseCommand(this: void, parser: CommandParser, list: string, record: string, name: string, fingerprint: string, ttlSeconds: number): void
-  transformReply(this: void, reply: unknown): OnceOutcome
+/** A read position that belongs to another list than this one (a cursor from elsewhere). */
+export class ForeignPositionError extends Error {
+  override readonly name = 'ForeignPositionError'
 }
 
-/**
- * KEYS: the list, the key's record. ARGV: the name, its fingerprint, the record's lifetime (s).
- * Run as one script, the append and the record are stored together or not at all, and AOF
- * keeps them together across a crash: a client that retries after a lost answer finds the
- * record and gets the first answer again instead of a second append. A replay rewrites the
- * record as it is: a `WAIT` after it then waits for the replicas to hold the record, wherever
- * and whenever the first append was made, rather than for this connection's last write.
- */
-const APPEND_ONCE: RedisScripts[string] & AppendOnceScript = defineScript({
-  SCRIPT: `
-local recorded = redis.call('GET', KEYS[2])
-if recorded then
-  if recorded ~= ARGV[2] then return 'conflict' end
-  redis.call('SET', KEYS[2], recorded, 'KEEPTTL')
-  return 'replayed'
-end
-redis.call('RPUSH', KEYS[1], ARGV[1])
-redis.call('SET', KEYS[2], ARGV[2], 'EX', ARGV[3])
-return 'appended'
-`,
-  NUMBER_OF_KEYS: 2,
-  parseCommand(parser: CommandParser, list: string, record: string, name: string, fingerprint: string, ttlSeconds: number) {
-    parser.pushKey(list)
-    parser.pushKey(record)
-    parser.push(name, fingerprint, String(ttlSeconds))
-  },
-  transformReply: (reply: unknown) => String(reply) as OnceOutcome,
-})
-
-/** The Lua scripts the store's connection must be opened with (`createRedisConnection`'s `scripts`). */
-export type ItemStoreScripts = { appendOnce: typeof APPEND_ONCE }
-export const ITEM_STORE_SCRIPTS: ItemStoreScripts = { appendOnce: APPEND_ONCE }
-
-/** What an acknowledged append needs of a pipeline (node-redis `multi()`, sent with `execAsPipeline`). */
-interface AppendPipeline {
-  rPush(key: string, name: string): AppendPipeline
-  appendOnce(list: string, record: string, name: string, fingerprint: string, ttlSeconds: number): AppendPipeline
-  wait(replicas: number, timeoutMs: number): AppendPipeline
-  execAsPipeline(): Promise<unknown[]>
-}
-
-/** A pipeline on a client or a Sentinel client: node-redis types `multi()` on their union as `any`. */
-function pipelineOn(client: RedisCommands<ItemStoreScripts>): AppendPipeline {
-  return 'acquire' in client ? client.multi() : client.multi()
+/** Fewer replicas than `ITEMS_MIN_REPLICAS_ACK` confirmed an append within the wait. */
+export class ReplicasBehindError extends Error {
+  override readonly name = 'ReplicasBehindError'
 }
 
 export interface ItemStoreSettings {
-  /** `ITEMS_KEY`: the Redis key of the list. */
+  /** `ITEMS_KEY`: where the list lives (its index; the chunks and the rest under `<key>:`). */
   key: string
+  /** `ITEMS_MAX_COUNT`: the most names the list may hold. */
+  maxCount: number
   /** `IDEMPOTENCY_TTL_SECONDS`: how long an idempotency key is remembered after its append. */
   idempotencyTtlSeconds: number
   /** `ITEMS_MIN_REPLICAS_ACK`: replicas that must hold an append before it resolves; 0, none. */
@@ -96,12 +118,23 @@ export interface ItemStoreSettings {
   appends?: RedisConnection<ItemStoreScripts>
 }
 
-/** Fewer replicas than `ITEMS_MIN_REPLICAS_ACK` confirmed an append within the wait. */
-export class ReplicasBehindError extends Error {
-  override readonly name = 'ReplicasBehindError'
-}
-
-const nothing = (): void => {}
+/**
+ * A read step's reply stays under about this many bytes: the chunks it reads are chosen from the
+ * size of the last ones, between one and MAX_STEP_CHUNKS.
+ */
+const STEP_BYTES = 256 * 1024
+const MAX_STEP_CHUNKS = 8
+/** A delete step's budget, by Redis's clock: well under the ~10 ms no command may exceed. */
+const REMOVE_STEP_MICROS = 3_000
+/** A delete lock outlives a step by far, and a replica that dies holding one by little. */
+const REMOVE_LOCK_MS = 5_000
+/**
+ * How long a delete waits for another delete of the same name before it gives up (503): a delete
+ * of a million names takes about 100 ms, so this is a queue of dozens, or a holder gone astray.
+ */
+const REMOVE_WAIT_MS = 5_000
+/** Chunks a migration step moves: about 2 ms of Redis's time for names of 16 bytes. */
+const MIGRATE_STEP_CHUNKS = 8
 
 /**
  * What identifies a request under one key: its name, the only field an append reads (other
@@ -113,15 +146,25 @@ function fingerprintOf(name: string): string {
 }
 
 /**
- * The `ItemStore` on a Redis list, over `connection` (which owns the deadline, the reconnection
- * and the outage logs). Each method is one Redis command, sent through `connection.run` under its
+ * The `ItemStore` on the chunked layout (`layout.ts`), over `connection` (which owns the deadline,
+ * the reconnection and the outage logs). Each step is sent through `connection.run` under its
  * `StoreCommand` name, which is how `items_store_commands_total` counts it.
  */
 export function createItemStore(connection: RedisConnection<ItemStoreScripts>, settings: ItemStoreSettings): ItemStore {
-  const { key, idempotencyTtlSeconds, minReplicasAck = 0, appends = connection } = settings
+  const { maxCount, idempotencyTtlSeconds, minReplicasAck = 0, appends = connection } = settings
+  const keys = listKeys(settings.key)
   const run = <T>(command: StoreCommand, send: (client: RedisCommands<ItemStoreScripts>) => Promise<T>) => connection.run(command, send)
   // Half the deadline: a WAIT that runs out is answered (503) before the deadline sets Redis aside.
   const waitMs = Math.max(1, Math.floor(appends.deadlineMs / 2))
+  // The id a list gets if this call is the one to make it: unique to the call, so that a list
+  // deleted and made anew has an id of its own, and cursors into the old one are refused.
+  const processId = randomBytes(9).toString('base64url')
+  let made = 0
+  const newListId = () => `${processId}${(made++).toString(36)}`
+  // A fresh read's guess at the first chunks: those the last fresh read found (a list's first is
+  // 1), so that reading a short list takes one round trip and one LRANGE per chunk it has.
+  let firstChunks = [1]
+  let chunkBytes = 0
 
   /**
    * `write` alone, or `write` then `WAIT` in one pipeline: written together on one socket, the
@@ -138,26 +181,183 @@ export function createItemStore(connection: RedisConnection<ItemStoreScripts>, s
     })
   }
 
+  /** Runs `command`; when an earlier version's list still sits at the key, moves it aside first. */
+  async function onLayout<T>(command: StoreCommand, send: (client: RedisCommands<ItemStoreScripts>) => Promise<T>): Promise<T> {
+    try {
+      return await run(command, send)
+    } catch (error) {
+      if (!isWrongType(error)) throw error
+      await run('migrate_step', (client) => client.migrateStep(keys, newListId(), 0))
+      return run(command, send)
+    }
+  }
+
+  /** How many chunks the next step reads: as many as STEP_BYTES holds, judged by the last ones. */
+  function chunksPerStep(): number {
+    return chunkBytes === 0 ? MAX_STEP_CHUNKS : Math.min(MAX_STEP_CHUNKS, Math.max(1, Math.floor(STEP_BYTES / chunkBytes)))
+  }
+
+  async function read(from?: ReadPosition): Promise<ReadStep> {
+    for (;;) {
+      const count = chunksPerStep()
+      // The chunks to read are guessed (numbers run on, but for chunks deleted whole) and sent in
+      // the same round trip as the index that says which exist; a wrong guess costs a step.
+      const start = from?.chunk
+      const guesses = start === undefined ? firstChunks.slice(0, count) : Array.from({ length: count }, (_, index) => start + index)
+      const { members, contents, isOurs } = await onLayout('read', async (client) => {
+        const [members, isOurs, ...contents] = await Promise.all([
+          client.zRange(keys.index, from ? from.chunk : '-inf', '+inf', { BY: 'SCORE', LIMIT: { offset: 0, count: count + 2 } }),
+          from ? client.zScore(keys.index, `${ID_PREFIX}${from.listId}`) : Promise.resolve(0),
+          ...guesses.map((chunk, index) => client.lRange(keys.chunk(chunk), index === 0 && from ? from.offset : 0, -1)),
+        ])
+        return { members, contents, isOurs: isOurs !== null }
+      })
+      if (!isOurs) throw new ForeignPositionError('the position is in another list')
+
+      let listId = from?.listId
+      const chunks: number[] = []
+      let legacy = false
+      for (const member of members) {
+        if (member.startsWith(ID_PREFIX)) listId = member.slice(ID_PREFIX.length)
+        else if (member === LEGACY_MEMBER) legacy = true
+        else chunks.push(Number(member))
+      }
+      if (!from) firstChunks = chunks.length > 0 ? chunks : [1]
+      // Without an id there is no list at all yet: nothing to read.
+      if (listId === undefined) return { listId, segments: [], next: undefined }
+
+      const segments: Segment[] = []
+      let bytes = 0
+      for (const [index, chunk] of chunks.entries()) {
+        if (guesses[index] !== chunk) break
+        const entries = contents[index]!
+        segments.push({ chunk, offset: index === 0 && from ? from.offset : 0, entries })
+        for (const entry of entries) bytes += entry.length
+      }
+      if (segments.length > 0) chunkBytes = bytes / segments.length
+
+      const following = chunks[segments.length]
+      if (following !== undefined) return { listId, segments, next: { listId, chunk: following, offset: 0 } }
+      // Every chunk this step saw is read. More may lie past the few the index was asked for, and
+      // the legacy list moves into new chunks past the last one.
+      const last = segments.at(-1)?.chunk
+      const more = members.length === count + 2 || legacy
+      if (segments.length > 0) return { listId, segments, next: more ? { listId, chunk: last! + 1, offset: 0 } : undefined }
+      if (!legacy) return { listId, segments, next: undefined }
+      await run('migrate_step', (client) => client.migrateStep(keys, newListId(), MIGRATE_STEP_CHUNKS))
+      from = { listId, chunk: from?.chunk ?? 0, offset: 0 }
+    }
+  }
+
+  async function* names(from?: ReadPosition): AsyncGenerator<string[], void, undefined> {
+    let pending = read(from)
+    try {
+      for (;;) {
+        const step = await pending
+        // One step ahead: Redis reads the next chunks while these are handed out and written.
+        if (step.next) pending = read(step.next)
+        for (const segment of step.segments) {
+          const live = namesOf(segment)
+          if (live.length > 0) yield live
+        }
+        if (!step.next) return
+      }
+    } finally {
+      // Stopped early (the client went away): the step read ahead is nobody's, its failure too.
+      pending.catch(ignore)
+    }
+  }
+
+  async function page(from: ReadPosition | undefined, limit: number): Promise<Page> {
+    const found: string[] = []
+    for (let position = from; ; ) {
+      const step = await read(position)
+      for (const { chunk, offset, entries } of step.segments) {
+        for (const [index, entry] of entries.entries()) {
+          if (entry === TOMBSTONE) continue
+          // One name past the limit: the next page starts with it.
+          if (found.length === limit) return { names: found, next: { listId: step.listId!, chunk, offset: offset + index } }
+          found.push(entry)
+        }
+      }
+      if (!step.next) return { names: found, next: undefined }
+      position = step.next
+    }
+  }
+
+  async function removeAll(name: string): Promise<number> {
+    const lock = keys.deleting(fingerprintOf(name))
+    const token = randomUUID()
+    const giveUpAt = performance.now() + REMOVE_WAIT_MS
+    let removed = 0
+    let from = 0
+    for (let waits = 0; ; ) {
+      const step = await run('remove_step', (client) => client.removeStep(keys, newListId(), lock, name, token, from, REMOVE_STEP_MICROS, REMOVE_LOCK_MS))
+      if (step.state === 'busy') {
+        if (performance.now() > giveUpAt) throw new RedisUnavailableError(`another delete of the name held it for ${REMOVE_WAIT_MS} ms`)
+        // From 5 ms to 100 ms between tries.
+        await sleep(Math.min(100, 5 * 2 ** waits++))
+        continue
+      }
+      removed += step.removed
+      if (step.state === 'done') return removed
+      from = step.from
+    }
+  }
+
   return {
     append(name) {
-      // The list's new length is not the caller's business; no async wrapper around the command.
-      return acknowledged('rpush', (client) => client.rPush(key, name), (pipeline) => pipeline.rPush(key, name)).then(nothing)
+      return acknowledged(
+        'append',
+        (client) => client.append(keys, newListId(), name, maxCount),
+        (pipeline) => pipeline.append(keys, newListId(), name, maxCount),
+      )
     },
     appendOnce(name, idempotencyKey) {
-      const record = `${key}:idempotency:${idempotencyKey}`
-      const args = [key, record, name, fingerprintOf(name), idempotencyTtlSeconds] as const
+      const args = [keys, newListId(), name, maxCount, keys.idempotency(idempotencyKey), fingerprintOf(name), idempotencyTtlSeconds] as const
       return acknowledged('append_once', (client) => client.appendOnce(...args), (pipeline) => pipeline.appendOnce(...args))
     },
-    list() {
-      return run('lrange', (client) => client.lRange(key, 0, -1))
+    names,
+    page,
+    removeAll,
+    async counts() {
+      const [names, unmigrated] = await run('counts', (client) => Promise.all([client.hGet(keys.header, 'count'), client.lLen(keys.legacy)]))
+      return { names: Number(names ?? 0), unmigrated }
     },
-    removeAll(name) {
-      // LREM with count 0 removes every occurrence and reports how many: one atomic step,
-      // so concurrent deletes of one name cannot both see it.
-      return run('lrem', (client) => client.lRem(key, 0, name))
+    async migrate() {
+      for (let moved = 0; ; ) {
+        const step = await run('migrate_step', (client) => client.migrateStep(keys, newListId(), MIGRATE_STEP_CHUNKS))
+        moved += step.moved
+        if (step.left === 0) return moved
+      }
     },
     async ping() {
       await run('ping', (client) => client.ping())
     },
   }
+}
+
+function ignore(): void {}
+
+/** A segment's live names: its entries without the tombstones of deleted ones. */
+function namesOf(segment: Segment): string[] {
+  return segment.entries.includes(TOMBSTONE) ? segment.entries.filter((entry) => entry !== TOMBSTONE) : segment.entries
+}
+
+/** Redis answering that the key holds another type: an earlier version's list, not yet moved aside. */
+function isWrongType(error: unknown): boolean {
+  return error instanceof RedisUnavailableError && error.cause instanceof Error && error.cause.message.startsWith('WRONGTYPE')
+}
+
+/** What an acknowledged append needs of a pipeline (node-redis `multi()`, sent with `execAsPipeline`). */
+interface AppendPipeline {
+  append(keys: ListKeys, listId: string, name: string, maxCount: number): AppendPipeline
+  appendOnce(keys: ListKeys, listId: string, name: string, maxCount: number, record: string, fingerprint: string, ttlSeconds: number): AppendPipeline
+  wait(replicas: number, timeoutMs: number): AppendPipeline
+  execAsPipeline(): Promise<unknown[]>
+}
+
+/** A pipeline on a client or a Sentinel client: node-redis types `multi()` on their union as `any`. */
+function pipelineOn(client: RedisCommands<ItemStoreScripts>): AppendPipeline {
+  return 'acquire' in client ? client.multi() : client.multi()
 }

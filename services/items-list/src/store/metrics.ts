@@ -1,8 +1,11 @@
-import { Counter, Histogram, type Registry } from 'prom-client'
+import { Counter, Gauge, Histogram, type Registry } from 'prom-client'
 import type { CommandOutcome } from '@repo/service-kit'
 
-/** The Redis commands the store sends, as `command` label values. */
-export const STORE_COMMANDS = ['rpush', 'append_once', 'lrange', 'lrem', 'ping'] as const
+/**
+ * What the store sends, as `command` label values: each a Redis script, command or round trip of
+ * commands, all bounded whatever the list's length (a read or a delete of a long list is many).
+ */
+export const STORE_COMMANDS = ['append', 'append_once', 'read', 'remove_step', 'migrate_step', 'counts', 'ping'] as const
 export type StoreCommand = (typeof STORE_COMMANDS)[number]
 
 const OUTCOMES: readonly CommandOutcome[] = ['ok', 'error', 'timeout']
@@ -43,4 +46,44 @@ export function createStoreMetrics(registry: Registry): (command: string, outcom
     commands.inc({ command, outcome })
     duration.observe({ command }, seconds)
   }
+}
+
+/** What `createListMetrics` reads from Redis at each scrape. */
+export interface ListCounts {
+  names: number
+  unmigrated: number
+}
+
+/**
+ * `items_list_names`, `items_list_max_names` and `items_list_unmigrated_names` in `registry`, read
+ * from Redis at each scrape (`counts`), for the alert that warns of a list nearing its cap and to
+ * follow an upgrade's migration. A scrape while Redis is unavailable keeps the last figures:
+ * `items_store_up` says why they are old.
+ */
+export function createListMetrics(registry: Registry, maxCount: number, counts: () => Promise<ListCounts>): void {
+  // prom-client collects every metric at once: the two gauges share one read.
+  let pending: Promise<ListCounts | undefined> | undefined
+  const read = () =>
+    (pending ??= counts()
+      .catch(() => undefined)
+      .finally(() => (pending = undefined)))
+  new Gauge({
+    name: 'items_list_names',
+    help: 'Names in the list',
+    registers: [registry],
+    async collect() {
+      const counted = await read()
+      if (counted) this.set(counted.names)
+    },
+  })
+  new Gauge({
+    name: 'items_list_unmigrated_names',
+    help: "Names of an earlier version's list not yet moved into the chunks (0 once an upgrade is done)",
+    registers: [registry],
+    async collect() {
+      const counted = await read()
+      if (counted) this.set(counted.unmigrated)
+    },
+  })
+  new Gauge({ name: 'items_list_max_names', help: 'ITEMS_MAX_COUNT: appends past it are refused (507)', registers: [registry] }).set(maxCount)
 }

@@ -2,8 +2,10 @@ import fp from 'fastify-plugin'
 import { redisSentinels } from '@repo/config'
 import { createRedisConnection, type RateLimitRedis, type RedisTarget } from '@repo/service-kit'
 import type { ItemsListConfig } from '../config.ts'
-import { createItemStore, ITEM_STORE_SCRIPTS, type ItemStore } from './item-store.ts'
-import { createStoreMetrics, STORE_UP_GAUGE } from './metrics.ts'
+import { createItemStore, type ItemStore } from './item-store.ts'
+import { ITEM_STORE_SCRIPTS } from './layout.ts'
+import { createListMetrics, createStoreMetrics, STORE_UP_GAUGE } from './metrics.ts'
+import { migrateInBackground } from './migration.ts'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -30,6 +32,7 @@ export interface ItemStorePluginOptions {
     | 'REDIS_SENTINELS'
     | 'REDIS_SENTINEL_NAME'
     | 'ITEMS_KEY'
+    | 'ITEMS_MAX_COUNT'
     | 'IDEMPOTENCY_TTL_SECONDS'
     | 'ITEMS_MIN_REPLICAS_ACK'
   >
@@ -38,8 +41,8 @@ export interface ItemStorePluginOptions {
 /**
  * Opens the item store's Redis connection from the configuration (without waiting for Redis: the
  * service starts while it is down), decorates the app with the store, adds the store's metrics to
- * `app.metrics`, and closes the connection when the app closes, after the server has stopped and
- * its in-flight requests have had their answers.
+ * `app.metrics`, starts moving an earlier version's list into chunks, and closes the connection
+ * when the app closes, after the server has stopped and its in-flight requests have had their answers.
  */
 export const itemStore = fp<ItemStorePluginOptions>(
   async (app, { config }) => {
@@ -58,10 +61,19 @@ export const itemStore = fp<ItemStorePluginOptions>(
       config.ITEMS_MIN_REPLICAS_ACK > 0
         ? createRedisConnection({ target, scripts: ITEM_STORE_SCRIPTS, logger: app.log, purpose: 'item store appends', onCommand })
         : undefined
-    const settings = { key: config.ITEMS_KEY, idempotencyTtlSeconds: config.IDEMPOTENCY_TTL_SECONDS, minReplicasAck: config.ITEMS_MIN_REPLICAS_ACK }
-    app.decorate('itemStore', createItemStore(connection, appends ? { ...settings, appends } : settings))
+    const settings = {
+      key: config.ITEMS_KEY,
+      maxCount: config.ITEMS_MAX_COUNT,
+      idempotencyTtlSeconds: config.IDEMPOTENCY_TTL_SECONDS,
+      minReplicasAck: config.ITEMS_MIN_REPLICAS_ACK,
+    }
+    const store = createItemStore(connection, appends ? { ...settings, appends } : settings)
+    createListMetrics(app.metrics, config.ITEMS_MAX_COUNT, () => store.counts())
+    const stopMigrating = migrateInBackground(store, app.log)
+    app.decorate('itemStore', store)
     app.decorate<RateLimitRedis>('itemStoreRedis', connection.client)
     app.addHook('onClose', async () => {
+      stopMigrating()
       await Promise.all([connection.close(), appends?.close()])
     })
   },

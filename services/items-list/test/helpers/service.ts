@@ -19,7 +19,7 @@ export interface ServiceUnderTest {
   inspector: Inspector
   /** Every log line, at trace level. */
   logs: CapturedLogs
-  /** The list as Redis holds it. */
+  /** The list as Redis holds it, read from its layout with plain commands (not the service's reads). */
   storedItems: () => Promise<string[]>
   /** Resolves once `/ready` answers 200 (Redis answers the app again); rejects after about 5 s. */
   untilReady: () => Promise<void>
@@ -60,15 +60,41 @@ export async function buildService(t: Test, options: BuildOptions = {}): Promise
   if (options.ready ?? true) {
     await inspector.connect()
     await untilReady()
+    // The app makes the list's layout at start-up, in the background: done, it moves nothing
+    // more, and a list the test writes as an earlier version did stays as written until the app
+    // next touches it.
+    await untilLayout(inspector, config.ITEMS_KEY)
   } else {
     // Redis is not up yet: the inspector's commands wait in its queue until it is.
     inspector.connect().catch(() => {})
   }
   t.beforeEach(async () => {
-    await inspector.del(config.ITEMS_KEY)
+    await clearList(inspector, config.ITEMS_KEY)
   })
 
-  return { app, config, redis, inspector, logs, storedItems: () => inspector.lRange(config.ITEMS_KEY, 0, -1), untilReady }
+  return { app, config, redis, inspector, logs, storedItems: () => storedList(inspector, config.ITEMS_KEY), untilReady }
+}
+
+/** Deletes the list at `key` whatever its layout: its index, chunks, header and records. */
+export async function clearList(inspector: Inspector, key: string): Promise<void> {
+  const keys = await inspector.keys(`${key}*`)
+  if (keys.length > 0) await inspector.del(keys)
+}
+
+/**
+ * The names of the list at `key`, in order: from its chunks (in the order of its index, without
+ * the tombstones of deleted names) and the part an earlier version's list has not yet moved in;
+ * or, before the service has first touched it, from the plain list an earlier version wrote.
+ */
+export async function storedList(inspector: Pick<Inspector, 'type' | 'lRange' | 'zRange'>, key: string): Promise<string[]> {
+  if ((await inspector.type(key)) === 'list') return inspector.lRange(key, 0, -1)
+  const members = await inspector.zRange(key, '-inf', '+inf', { BY: 'SCORE' })
+  const names: string[] = []
+  for (const member of members.filter((member) => /^\d+$/.test(member))) {
+    names.push(...(await inspector.lRange(`${key}:chunk:${member}`, 0, -1)).filter((entry) => entry !== ''))
+  }
+  if (members.includes('legacy')) names.push(...(await inspector.lRange(`${key}:legacy`, 0, -1)))
+  return names
 }
 
 export type Inspector = ReturnType<typeof createInspector>
@@ -99,4 +125,30 @@ export async function connectInspector(port: number): Promise<Inspector> {
   const inspector = createInspector(port)
   await inspector.connect()
   return inspector
+}
+
+/** The `index`th of a test's names: 16 bytes, in list order when sorted. */
+export const nameAt = (index: number): string => `s-${String(index).padStart(14, '0')}`
+
+/**
+ * Writes `count` names (`nameAt(from)` on) at the end of the list at `key` as an earlier version
+ * kept it: one plain Redis list, `RPUSH`, a thousand names a command, all sent at once.
+ */
+export async function writeEarlierList(inspector: Inspector, key: string, count: number, from = 0): Promise<void> {
+  const pushes: Promise<number>[] = []
+  for (let start = from; start < from + count; start += 1000) {
+    pushes.push(inspector.rPush(key, Array.from({ length: Math.min(1000, from + count - start) }, (_, index) => nameAt(start + index))))
+  }
+  await Promise.all(pushes)
+}
+
+/** Resolves once the app has made the layout of the list at `key` (the index exists). */
+async function untilLayout(inspector: Inspector, key: string): Promise<void> {
+  if (!(await eventually(async () => (await inspector.type(key)) === 'zset'))) throw new Error(`the app never made the list's layout at ${key}`)
+}
+
+/** Resolves once the list at `key` is all in chunks: its index there, nothing left to move in. */
+export async function untilMigrated(inspector: Inspector, key: string): Promise<void> {
+  const migrated = await eventually(async () => (await inspector.type(key)) === 'zset' && (await inspector.exists(`${key}:legacy`)) === 0, 400)
+  if (!migrated) throw new Error(`the list at ${key} was never moved into chunks`)
 }

@@ -1,0 +1,301 @@
+import { defineScript, type CommandParser, type RedisScripts } from 'redis'
+
+/**
+ * How the list is laid out in Redis (docs/design.md, "The list in chunks"). Under `ITEMS_KEY`:
+ *
+ * - `<key>`, the index: a sorted set of the chunks' numbers (score = number), in list order; also
+ *   `id:<list id>` at -inf (so that a cursor can name its list, and the set is never empty) and,
+ *   while an earlier version's list is being moved in, `legacy` at +inf.
+ * - `<key>:chunk:<n>`: a Redis list of up to CHUNK_NAMES names. A deleted name becomes a tombstone
+ *   (the empty string, never a name) and the names after it keep their positions, so a reader
+ *   holding (chunk, offset) never skips nor repeats one; a chunk with nothing but tombstones goes.
+ * - `<key>:header`: a hash of `count` (names in the list), `tail` (the last chunk's number) and
+ *   `fill` (how many names that chunk has had; CHUNK_NAMES when the next append opens a new one).
+ * - `<key>:legacy`: the list an earlier version kept at `<key>` (`RPUSH`), moved into chunks
+ *   from its head a batch at a time. Until it is empty, appends go to its tail, after it.
+ *
+ * Every command a script sends is O(one chunk); reads are plain `LRANGE`s of whole chunks.
+ */
+export const CHUNK_NAMES = 1_000
+
+/** A deleted name's place in its chunk. */
+export const TOMBSTONE = ''
+
+export interface ListKeys {
+  index: string
+  header: string
+  legacy: string
+  chunk(number: number): string
+  /** The lock a delete holds while it takes more than one step. */
+  deleting(nameHash: string): string
+  /** The record of an append made under an idempotency key. */
+  idempotency(key: string): string
+}
+
+export function listKeys(key: string): ListKeys {
+  return {
+    index: key,
+    header: `${key}:header`,
+    legacy: `${key}:legacy`,
+    chunk: (number) => `${key}:chunk:${number}`,
+    deleting: (nameHash) => `${key}:deleting:${nameHash}`,
+    idempotency: (idempotencyKey) => `${key}:idempotency:${idempotencyKey}`,
+  }
+}
+
+/** The index's members that are not chunks. */
+export const ID_PREFIX = 'id:'
+export const LEGACY_MEMBER = 'legacy'
+
+/**
+ * Every script's first line. Declared (shebang) scripts are refused whole when Redis is out of
+ * memory, where an undeclared one would run until its first command that may grow memory: a
+ * migration step that had popped names from the legacy list and was then refused their chunk
+ * would lose them.
+ */
+const DECLARED = '#!lua'
+
+/**
+ * Lua shared by every script. KEYS[1] is the index, KEYS[2] the header; ARGV[1] a fresh list id,
+ * used only when the list does not exist yet. `ensure()` makes the layout exist: it turns an
+ * earlier version's list at the index's key into the legacy list (one O(1) RENAME: from then on
+ * that version's commands meet a sorted set and fail, rather than act on part of the list), and
+ * gives a new list its id. `migrate(chunks)` moves up to that many chunks' worth of names from the
+ * legacy list's head into new chunks, and clears `legacy` from the index once it is empty.
+ */
+const PRELUDE = `
+local index, header = KEYS[1], KEYS[2]
+local legacy = index .. ':legacy'
+local CAP = ${CHUNK_NAMES}
+local function chunk(n) return index .. ':chunk:' .. n end
+
+local function ensure()
+  local kind = redis.call('TYPE', index).ok
+  if kind == 'zset' then return end
+  if kind == 'list' then
+    if redis.call('EXISTS', legacy) == 1 then
+      return error('ITEMS_KEY is a list and ' .. legacy .. ' exists: two lists to move in, refusing to choose')
+    end
+    redis.call('RENAME', index, legacy)
+    redis.call('ZADD', index, '-inf', '${ID_PREFIX}' .. ARGV[1], '+inf', '${LEGACY_MEMBER}')
+    redis.call('HSET', header, 'count', redis.call('LLEN', legacy))
+  elseif kind == 'none' then
+    redis.call('ZADD', index, '-inf', '${ID_PREFIX}' .. ARGV[1])
+    redis.call('HSETNX', header, 'count', 0)
+  else
+    return error('ITEMS_KEY holds a ' .. kind .. ', not the list')
+  end
+  -- HSETNX: chunk numbers only go forward, even for a list made anew.
+  redis.call('HSETNX', header, 'tail', 0)
+  redis.call('HSETNX', header, 'fill', CAP)
+end
+
+local function migrate(chunks)
+  local at = redis.call('HMGET', header, 'tail', 'fill')
+  local tail, fill = tonumber(at[1]), tonumber(at[2])
+  local moved = 0
+  for _ = 1, chunks do
+    local names = redis.call('LPOP', legacy, CAP)
+    if not names then break end
+    tail = tail + 1
+    redis.call('RPUSH', chunk(tail), unpack(names))
+    redis.call('ZADD', index, tail, tail)
+    fill = #names
+    moved = moved + fill
+  end
+  if redis.call('EXISTS', legacy) == 0 then redis.call('ZREM', index, '${LEGACY_MEMBER}') end
+  redis.call('HSET', header, 'tail', tail, 'fill', fill)
+  return moved
+end
+
+local function append(name)
+  if redis.call('ZSCORE', index, '${LEGACY_MEMBER}') then
+    redis.call('RPUSH', legacy, name)
+  else
+    local at = redis.call('HMGET', header, 'tail', 'fill')
+    local tail, fill = tonumber(at[1]), tonumber(at[2])
+    if fill >= CAP then
+      tail, fill = tail + 1, 0
+      redis.call('ZADD', index, tail, tail)
+    end
+    redis.call('RPUSH', chunk(tail), name)
+    redis.call('HSET', header, 'tail', tail, 'fill', fill + 1)
+  end
+  redis.call('HINCRBY', header, 'count', 1)
+end
+`
+
+/** What became of an append. */
+export type AppendOutcome = 'appended' | 'full'
+/** What became of an append made under an idempotency key. */
+export type OnceOutcome = AppendOutcome | 'replayed' | 'conflict'
+
+interface AppendScript {
+  parseCommand(this: void, parser: CommandParser, keys: ListKeys, listId: string, name: string, maxCount: number): void
+  transformReply(this: void, reply: unknown): AppendOutcome
+}
+
+/** ARGV[2]: the name, ARGV[3]: ITEMS_MAX_COUNT. Refuses (`full`) a list at its cap. */
+const APPEND: RedisScripts[string] & AppendScript = defineScript({
+  SCRIPT: `${DECLARED}
+${PRELUDE}
+ensure()
+if tonumber(redis.call('HGET', header, 'count')) >= tonumber(ARGV[3]) then return 'full' end
+append(ARGV[2])
+return 'appended'
+`,
+  NUMBER_OF_KEYS: 2,
+  parseCommand(parser: CommandParser, keys: ListKeys, listId: string, name: string, maxCount: number) {
+    parser.pushKeys([keys.index, keys.header])
+    parser.push(listId, name, String(maxCount))
+  },
+  transformReply: (reply: unknown) => String(reply) as AppendOutcome,
+})
+
+interface AppendOnceScript {
+  parseCommand(this: void, parser: CommandParser, keys: ListKeys, listId: string, name: string, maxCount: number, record: string, fingerprint: string, ttlSeconds: number): void
+  transformReply(this: void, reply: unknown): OnceOutcome
+}
+
+/**
+ * KEYS[3]: the key's record. ARGV[2]: the name, ARGV[3]: ITEMS_MAX_COUNT, ARGV[4]: the name's
+ * fingerprint, ARGV[5]: the record's lifetime (s). The record is read first, so that a retry of
+ * an append stored before the list filled up still gets its first answer. One script: the append
+ * and its record are stored together or not at all, and the append-only file keeps them together
+ * across a crash. A replay rewrites the record as it is, so that a `WAIT` after it waits for the
+ * replicas to hold the record, wherever the first append was made.
+ */
+const APPEND_ONCE: RedisScripts[string] & AppendOnceScript = defineScript({
+  SCRIPT: `${DECLARED}
+${PRELUDE}
+local recorded = redis.call('GET', KEYS[3])
+if recorded then
+  if recorded ~= ARGV[4] then return 'conflict' end
+  redis.call('SET', KEYS[3], recorded, 'KEEPTTL')
+  return 'replayed'
+end
+ensure()
+if tonumber(redis.call('HGET', header, 'count')) >= tonumber(ARGV[3]) then return 'full' end
+append(ARGV[2])
+redis.call('SET', KEYS[3], ARGV[4], 'EX', ARGV[5])
+return 'appended'
+`,
+  NUMBER_OF_KEYS: 3,
+  parseCommand(parser: CommandParser, keys: ListKeys, listId: string, name: string, maxCount: number, record: string, fingerprint: string, ttlSeconds: number) {
+    parser.pushKeys([keys.index, keys.header, record])
+    parser.push(listId, name, String(maxCount), fingerprint, String(ttlSeconds))
+  },
+  transformReply: (reply: unknown) => String(reply) as OnceOutcome,
+})
+
+/** One step of a delete: `busy` while another delete of the name holds its lock. */
+export type RemoveStep = { state: 'busy' } | { state: 'done'; removed: number } | { state: 'more'; removed: number; from: number }
+
+interface RemoveStepScript {
+  parseCommand(this: void, parser: CommandParser, keys: ListKeys, listId: string, lock: string, name: string, token: string, from: number, budgetMicros: number, lockMs: number): void
+  transformReply(this: void, reply: unknown): RemoveStep
+}
+
+/**
+ * KEYS[3]: the name's delete lock. ARGV[2]: the name, ARGV[3]: this delete's token, ARGV[4]: the
+ * first chunk number to look at, ARGV[5]: the step's budget (µs, by Redis's own clock), ARGV[6]:
+ * the lock's lifetime (ms).
+ *
+ * Turns every occurrence of the name in the chunks from ARGV[4] on into a tombstone (`LPOS … COUNT 0`
+ * finds them, `LSET` replaces them: the chunk's other names keep their places), drops chunks left
+ * with nothing but tombstones, moves the legacy list in when the chunks run out, and stops when its
+ * budget is spent. It may run while Redis is out of memory (allow-oom): a delete frees memory, and
+ * a full Redis is when a delete is most wanted. A delete that needs more than one step holds the name's lock from its first to
+ * its last, so that a concurrent delete of the same name waits (`busy`) and then finds nothing: of
+ * concurrent deletes of one name exactly one removes it, however long the list.
+ */
+const REMOVE_STEP: RedisScripts[string] & RemoveStepScript = defineScript({
+  SCRIPT: `${DECLARED} flags=allow-oom
+${PRELUDE}
+ensure()
+local lock, name, token, from = KEYS[3], ARGV[2], ARGV[3], tonumber(ARGV[4])
+local holder = redis.call('GET', lock)
+if holder and holder ~= token then return {'busy'} end
+local function now() local t = redis.call('TIME'); return t[1] * 1000000 + t[2] end
+local deadline = now() + tonumber(ARGV[5])
+local removed, finished = 0, false
+while not finished and now() < deadline do
+  local members = redis.call('ZRANGE', index, from, '+inf', 'BYSCORE', 'LIMIT', 0, 16)
+  finished = #members == 0
+  for _, member in ipairs(members) do
+    if member == '${LEGACY_MEMBER}' then
+      migrate(1)
+      break
+    end
+    local n = tonumber(member)
+    local key = chunk(n)
+    local found = redis.call('LPOS', key, name, 'COUNT', 0)
+    for _, at in ipairs(found) do redis.call('LSET', key, at, '') end
+    removed = removed + #found
+    if #found > 0 and #redis.call('LPOS', key, '', 'COUNT', 0) == redis.call('LLEN', key) then
+      redis.call('DEL', key)
+      redis.call('ZREM', index, member)
+      -- The next append must not write into the chunk again: a reader may hold a place in it.
+      if n == tonumber(redis.call('HGET', header, 'tail')) then redis.call('HSET', header, 'fill', CAP) end
+    end
+    from = n + 1
+    if now() >= deadline then break end
+  end
+end
+if removed > 0 then redis.call('HINCRBY', header, 'count', -removed) end
+if finished then
+  if holder then redis.call('DEL', lock) end
+  return {'done', removed}
+end
+redis.call('SET', lock, token, 'PX', ARGV[6])
+return {'more', removed, from}
+`,
+  NUMBER_OF_KEYS: 3,
+  parseCommand(parser: CommandParser, keys: ListKeys, listId: string, lock: string, name: string, token: string, from: number, budgetMicros: number, lockMs: number) {
+    parser.pushKeys([keys.index, keys.header, lock])
+    parser.push(listId, name, token, String(from), String(budgetMicros), String(lockMs))
+  },
+  transformReply(reply: unknown): RemoveStep {
+    const [state, removed, from] = reply as [string, number?, number?]
+    if (state === 'busy') return { state }
+    if (state === 'done') return { state, removed: Number(removed) }
+    return { state: 'more', removed: Number(removed), from: Number(from) }
+  },
+})
+
+/** What a migration step moved, and how many names are left to move. */
+export interface MigrateStep {
+  moved: number
+  left: number
+}
+
+interface MigrateStepScript {
+  parseCommand(this: void, parser: CommandParser, keys: ListKeys, listId: string, chunks: number): void
+  transformReply(this: void, reply: unknown): MigrateStep
+}
+
+/**
+ * ARGV[2]: chunks to move. Makes the layout exist (turning an earlier version's list into the
+ * legacy list), and moves up to that many chunks' worth of names in.
+ */
+const MIGRATE_STEP: RedisScripts[string] & MigrateStepScript = defineScript({
+  SCRIPT: `${DECLARED}
+${PRELUDE}
+ensure()
+local moved = migrate(tonumber(ARGV[2]))
+return {moved, redis.call('LLEN', legacy)}
+`,
+  NUMBER_OF_KEYS: 2,
+  parseCommand(parser: CommandParser, keys: ListKeys, listId: string, chunks: number) {
+    parser.pushKeys([keys.index, keys.header])
+    parser.push(listId, String(chunks))
+  },
+  transformReply(reply: unknown): MigrateStep {
+    const [moved, left] = reply as [number, number]
+    return { moved, left }
+  },
+})
+
+/** The Lua scripts the store's connection must be opened with (`createRedisConnection`'s `scripts`). */
+export type ItemStoreScripts = { append: typeof APPEND; appendOnce: typeof APPEND_ONCE; removeStep: typeof REMOVE_STEP; migrateStep: typeof MIGRATE_STEP }
+export const ITEM_STORE_SCRIPTS: ItemStoreScripts = { append: APPEND, appendOnce: APPEND_ONCE, removeStep: REMOVE_STEP, migrateStep: MIGRATE_STEP }

@@ -1,0 +1,34 @@
+import type { FastifyBaseLogger } from 'fastify'
+import type { ItemStore } from './item-store.ts'
+
+/** A migration that Redis interrupted is tried again after 50 ms, then twice as long each time, up to 1 s. */
+const FIRST_RETRY_MS = 50
+const MAX_RETRY_MS = 1_000
+
+/**
+ * Moves an earlier version's list into the chunks in the background, from the start of the
+ * process, so that an upgrade completes even when no request comes (reads and deletes that reach
+ * the unmoved part move it themselves). Every step is one atomic script, so a replica that dies
+ * mid-way leaves nothing half-moved, and replicas migrating at once only share the work. Tried
+ * again while Redis is unavailable. Returns what stops it.
+ */
+export function migrateInBackground(store: ItemStore, log: FastifyBaseLogger): () => void {
+  let stopped = false
+  let retry: NodeJS.Timeout | undefined
+  const attempt = (delayMs: number): void => {
+    store.migrate().then(
+      (moved) => {
+        if (moved > 0) log.info({ names: moved }, "an earlier version's list is moved into chunks")
+      },
+      () => {
+        // The connection has logged the outage (at start-up, it is still connecting).
+        if (!stopped) retry = setTimeout(() => attempt(Math.min(MAX_RETRY_MS, delayMs * 2)), delayMs).unref()
+      },
+    )
+  }
+  attempt(FIRST_RETRY_MS)
+  return () => {
+    stopped = true
+    clearTimeout(retry)
+  }
+}
