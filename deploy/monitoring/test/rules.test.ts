@@ -34,6 +34,7 @@ t.test('every alert of alerts.yml has a unit test in which it fires', async (t) 
     'ForgeUpstreamErrors',
     'HttpServerErrors',
     'HttpSlowRoute',
+    'ItemsListNearCap',
     'ItemsStoreDown',
-  ], 'the alerts docs/operations.md, "Alerts" lists, and the shared cache’s store')
+  ], 'the alerts docs/operations.md, "Alerts" lists, the shared cache’s store and the list’s cap')
 })
