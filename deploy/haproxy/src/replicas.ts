@@ -20,11 +20,12 @@ export interface Replica {
 /**
  * Starts a replica of `service` on `port` (a free one unless given: a restarted replica takes its
  * predecessor's, as the balancer knows it by its address) and resolves once it listens. Its log
- * is read by the test: it must say when the replica listens.
+ * is read by the test: it must say when the replica listens. `root`: the service's sources in
+ * another checkout (an earlier version), instead of this one's.
  */
-export async function startReplica(service: ServiceName, env: Record<string, string>, port?: number): Promise<Replica> {
+export async function startReplica(service: ServiceName, env: Record<string, string>, port?: number, root = SERVICE_ROOTS[service]): Promise<Replica> {
   const chosen = port ?? (await findFreePort())
-  const replica = runServiceSource(SERVICE_ROOTS[service], { ...env, HOST: '127.0.0.1', PORT: String(chosen) })
+  const replica = runServiceSource(root, { ...env, HOST: '127.0.0.1', PORT: String(chosen) })
   await replica.waitFor(LISTENING)
   return { service, port: chosen, process: replica }
 }
