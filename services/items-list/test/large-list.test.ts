@@ -85,6 +85,22 @@ t.test('concurrent deletes of one name in a million: exactly one 200, though eac
   t.ok((await commandsSent('remove_step')) > 4 * 4, 'each took several steps')
 })
 
+t.test('appends of a name while a delete of it runs are each removed or kept whole, and the count stays true', async (t) => {
+  await millionNames()
+  const name = nameAt(10)
+  const deleting = app.inject({ method: 'DELETE', url: `/items/${name}` })
+  const appends = await Promise.all(Array.from({ length: 20 }, () => app.inject({ method: 'POST', url: '/items/', payload: { name } })))
+  t.equal((await deleting).statusCode, 200)
+  t.same(new Set(appends.map((res) => res.statusCode)), new Set([201]))
+
+  const stored = await storedItems()
+  const left = stored.filter((each) => each === name).length
+  t.ok(left <= 20, `${left} of the 20 appends kept, the others removed by the delete`)
+  t.equal(stored.length, MILLION - 1 + left, 'nothing else changed')
+  const page = (await app.inject({ method: 'GET', url: '/metrics' })).body
+  t.match(page, new RegExp(`^items_list_names ${stored.length}$`, 'm'), 'the list’s count is the names it holds')
+})
+
 /** The lock a delete of `name` takes while it needs more than one step. */
 const lockOf = (name: string) => `items:deleting:${createHash('sha256').update(name).digest('base64url')}`
 

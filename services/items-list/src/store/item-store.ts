@@ -236,13 +236,12 @@ export function createItemStore(connection: RedisConnection<ItemStoreScripts>, s
       }
       if (segments.length > 0) chunkBytes = bytes / segments.length
 
+      // The index was asked for more chunks than were guessed: the first not read is the next step's.
       const following = chunks[segments.length]
       if (following !== undefined) return { listId, segments, next: { listId, chunk: following, offset: 0 } }
-      // Every chunk this step saw is read. More may lie past the few the index was asked for, and
-      // the legacy list moves into new chunks past the last one.
+      // Every chunk there is, is read; the legacy list, while there is one, moves into new chunks past the last.
       const last = segments.at(-1)?.chunk
-      const more = members.length === count + 2 || legacy
-      if (segments.length > 0) return { listId, segments, next: more ? { listId, chunk: last! + 1, offset: 0 } : undefined }
+      if (last !== undefined) return { listId, segments, next: legacy ? { listId, chunk: last + 1, offset: 0 } : undefined }
       if (!legacy) return { listId, segments, next: undefined }
       await run('migrate_step', (client) => client.migrateStep(keys, newListId(), MIGRATE_STEP_CHUNKS))
       from = { listId, chunk: from?.chunk ?? 0, offset: 0 }

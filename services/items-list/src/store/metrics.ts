@@ -67,23 +67,17 @@ export function createListMetrics(registry: Registry, maxCount: number, counts: 
     (pending ??= counts()
       .catch(() => undefined)
       .finally(() => (pending = undefined)))
-  new Gauge({
-    name: 'items_list_names',
-    help: 'Names in the list',
-    registers: [registry],
-    async collect() {
-      const counted = await read()
-      if (counted) this.set(counted.names)
-    },
-  })
-  new Gauge({
-    name: 'items_list_unmigrated_names',
-    help: "Names of an earlier version's list not yet moved into the chunks (0 once an upgrade is done)",
-    registers: [registry],
-    async collect() {
-      const counted = await read()
-      if (counted) this.set(counted.unmigrated)
-    },
-  })
+  const gaugeOf = (name: string, help: string, figure: (counts: ListCounts) => number) =>
+    new Gauge({
+      name,
+      help,
+      registers: [registry],
+      async collect() {
+        const counted = await read()
+        if (counted) this.set(figure(counted))
+      },
+    })
+  gaugeOf('items_list_names', 'Names in the list', (counts) => counts.names)
+  gaugeOf('items_list_unmigrated_names', "Names of an earlier version's list not yet moved into the chunks (0 once an upgrade is done)", (counts) => counts.unmigrated)
   new Gauge({ name: 'items_list_max_names', help: 'ITEMS_MAX_COUNT: appends past it are refused (507)', registers: [registry] }).set(maxCount)
 }
