@@ -12,11 +12,13 @@ import { buildService, connectInspector, storedList } from './helpers/service.ts
 // The store as the app's item-store plugin opens it from the configuration (`app.itemStore`):
 // what the routes call, with the connection production gives it.
 
-/** Every name the store's reads give, from the start. */
+/** Every name the store's reads give, from the start, step by step. */
 async function listed(app: FastifyInstance): Promise<string[]> {
   const names: string[] = []
-  for await (const step of app.itemStore.names()) names.push(...step)
-  return names
+  for (let step = await app.itemStore.read(); ; step = await app.itemStore.read(step.next)) {
+    names.push(...step.names)
+    if (!step.next) return names
+  }
 }
 
 t.test('removeAll reports how many occurrences it removed', async (t) => {

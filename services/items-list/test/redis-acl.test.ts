@@ -130,7 +130,7 @@ t.test('the ACL file gives items-list exactly its list (index, header, chunks, l
   t.equal(user.passwords.length, 1, 'one password, stored hashed')
   t.equal(keys, '~items ~items:header ~items:legacy ~items:chunk:* ~items:deleting:* ~items:idempotency:* ~rate-limit:items-list:*')
   t.equal(channels, '', 'no pub/sub channel')
-  const list = ['+type', '+exists', '+rename', '+del', '+zadd', '+zrem', '+zscore', '+zrange', '+hget', '+hmget', '+hset', '+hsetnx', '+hincrby', '+rpush', '+lpop', '+llen', '+lpos', '+lset', '+lrange', '+time']
+  const list = ['+type', '+exists', '+rename', '+del', '+zadd', '+zrem', '+zscore', '+zrange', '+hget', '+hmget', '+hset', '+hsetnx', '+hincrby', '+hdel', '+rpush', '+lpop', '+llen', '+lpos', '+lset', '+lrange', '+time']
   t.same(commands, ['-@all', '+ping', '+select', ...list, '+get', '+set', '+evalsha', '+eval', '+incr', '+pexpire', '+pttl', '+wait'].toSorted())
   t.same(dangerousAllowed, [], 'no @dangerous command')
 })

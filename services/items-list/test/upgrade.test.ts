@@ -104,8 +104,9 @@ t.test('a durable Redis killed mid-move (SIGKILL) keeps every name once and in o
 t.test('a read that is the first to meet the earlier list moves it aside and in, and answers it whole', async (t) => {
   const { app, inspector } = await buildService(t)
   await clearList(inspector, 'items')
-  await writeEarlierList(inspector, 'items', 2_500)
+  await writeEarlierList(inspector, 'items', 20_000)
   t.equal(await inspector.type('items'), 'list', 'as the earlier version left it')
-  t.same((await app.inject({ method: 'GET', url: '/items/' })).json(), { items: everyName(2_500) })
+  t.same((await app.inject({ method: 'GET', url: '/items/?limit=9000' })).json(), { items: everyName(9_000) }, 'a page across what one step moves in')
+  t.same((await app.inject({ method: 'GET', url: '/items/' })).json(), { items: everyName(20_000) })
   t.equal(await inspector.type('items'), 'zset')
 })

@@ -104,28 +104,28 @@ async function sendPage(reply: FastifyReply, store: ItemStore, from: ReadPositio
 /**
  * The whole list from `from`. A list read in one step is sent as one body; a longer one is written
  * as it is read, a step whenever the client has taken the last (backpressure), so that neither
- * memory nor any Redis command grows with the list. The first steps are read before the status is
+ * memory nor any Redis command grows with the list. The first step is read before the status is
  * sent, so that a Redis already unavailable is still a 503; a failure later cuts the answer short
  * (the client sees it end without its last chunk, never a list that looks whole).
  */
 async function sendList(reply: FastifyReply, store: ItemStore, from: ReadPosition | undefined) {
-  const steps = store.names(from)
-  const first = await steps.next()
-  const second = first.done ? first : await steps.next()
+  const first = await store.read(from)
   reply.type(JSON_TYPE)
-  if (second.done) return reply.send(`{"items":${JSON.stringify(first.value ?? [])}}`)
+  if (!first.next) return reply.send(`{"items":${JSON.stringify(first.names)}}`)
   // HEAD has no body: nothing more to read for it.
-  if (reply.request.method === 'HEAD') {
-    await steps.return()
-    return reply.send(Readable.from([]))
-  }
-  return reply.send(Readable.from(listBody([first.value!, second.value], steps), { objectMode: false }))
+  if (reply.request.method === 'HEAD') return reply.send(Readable.from([]))
+  const gone = new AbortController()
+  reply.raw.once('close', () => gone.abort())
+  return reply.send(Readable.from(listBody(first.names, store.names(first.next, gone.signal)), { objectMode: false }))
 }
 
 /** `{"items":[…]}`, a piece per read step: the names already read, then the rest as they come. */
-async function* listBody(read: string[][], rest: AsyncIterable<string[]>): AsyncGenerator<string> {
-  yield `{"items":${JSON.stringify(read[0]).slice(0, -1)}`
-  for (const names of read.slice(1)) yield `,${JSON.stringify(names).slice(1, -1)}`
-  for await (const names of rest) yield `,${JSON.stringify(names).slice(1, -1)}`
+async function* listBody(first: string[], rest: AsyncIterable<string[]>): AsyncGenerator<string> {
+  yield `{"items":[${JSON.stringify(first).slice(1, -1)}`
+  let separator = first.length > 0 ? ',' : ''
+  for await (const names of rest) {
+    yield `${separator}${JSON.stringify(names).slice(1, -1)}`
+    separator = ','
+  }
   yield ']}'
 }

@@ -38,6 +38,12 @@ interface Segment {
   entries: string[]
 }
 
+/** The names one read step found, and where the next step starts; none when the list ended. */
+export interface Step {
+  names: string[]
+  next: ReadPosition | undefined
+}
+
 /** At most `limit` names, and where the names after them start. */
 export interface Page {
   names: string[]
@@ -61,14 +67,20 @@ export interface ItemStore {
    */
   appendOnce(name: string, key: string): Promise<OnceOutcome>
   /**
-   * The list from its start or from `from`, in insertion order, as the names of one bounded read
-   * step after another (a few chunks, one round trip each; never an empty batch). Each step is read
-   * as the previous one is handed out (never more than one ahead), and returning the generator
-   * stops the reading. Every name
-   * that is in the list for the whole read comes exactly once; names appended or deleted during it
-   * may come or not. Rejects with `ForeignPositionError` when `from` is a place in another list.
+   * One bounded step of reading the list, from its start or from `from`: the live names of a few
+   * chunks (one round trip), and where the next step starts (none at the end; a step may hold no
+   * name and still have a next). Rejects with `ForeignPositionError` when `from` is a place in
+   * another list.
    */
-  names(from?: ReadPosition): AsyncGenerator<string[], void, undefined>
+  read(from?: ReadPosition): Promise<Step>
+  /**
+   * The list from `from` on, as the names of one step after another (never an empty batch). Each
+   * step is read as the previous one is handed out (never more than one ahead); `stop` aborted or
+   * the generator returned, no step is read any more. Read step by step, whole or by pages, every
+   * name that is in the list for the whole read comes exactly once, in insertion order; names
+   * appended or deleted during it may come or not.
+   */
+  names(from: ReadPosition, stop?: AbortSignal): AsyncGenerator<string[], void, undefined>
   /** The first `limit` names from `from` (or the start), with the same guarantees as `names`. */
   page(from: ReadPosition | undefined, limit: number): Promise<Page>
   /**
@@ -197,7 +209,7 @@ export function createItemStore(connection: RedisConnection<ItemStoreScripts>, s
     return chunkBytes === 0 ? MAX_STEP_CHUNKS : Math.min(MAX_STEP_CHUNKS, Math.max(1, Math.floor(STEP_BYTES / chunkBytes)))
   }
 
-  async function read(from?: ReadPosition): Promise<ReadStep> {
+  async function readChunks(from?: ReadPosition): Promise<ReadStep> {
     for (;;) {
       const count = chunksPerStep()
       // The chunks to read are guessed (numbers run on, but for chunks deleted whole) and sent in
@@ -205,12 +217,13 @@ export function createItemStore(connection: RedisConnection<ItemStoreScripts>, s
       const start = from?.chunk
       const guesses = start === undefined ? firstChunks.slice(0, count) : Array.from({ length: count }, (_, index) => start + index)
       const { members, contents, isOurs } = await onLayout('read', async (client) => {
-        const [members, isOurs, ...contents] = await Promise.all([
+        // One Promise.all for every command: when the connection drops, each one's failure is handled.
+        const [members, ours, contents] = await Promise.all([
           client.zRange(keys.index, from ? from.chunk : '-inf', '+inf', { BY: 'SCORE', LIMIT: { offset: 0, count: count + 2 } }),
-          from ? client.zScore(keys.index, `${ID_PREFIX}${from.listId}`) : Promise.resolve(0),
-          ...guesses.map((chunk, index) => client.lRange(keys.chunk(chunk), index === 0 && from ? from.offset : 0, -1)),
+          from && client.zScore(keys.index, `${ID_PREFIX}${from.listId}`),
+          Promise.all(guesses.map((chunk, position) => client.lRange(keys.chunk(chunk), position === 0 && from ? from.offset : 0, -1))),
         ])
-        return { members, contents, isOurs: isOurs !== null }
+        return { members, contents, isOurs: ours !== null }
       })
       if (!isOurs) throw new ForeignPositionError('the position is in another list')
 
@@ -248,29 +261,36 @@ export function createItemStore(connection: RedisConnection<ItemStoreScripts>, s
     }
   }
 
-  async function* names(from?: ReadPosition): AsyncGenerator<string[], void, undefined> {
+  async function read(from?: ReadPosition): Promise<Step> {
+    const { segments, next } = await readChunks(from)
+    const names = segments.length === 1 ? namesOf(segments[0]!) : segments.flatMap(namesOf)
+    return { names, next }
+  }
+
+  async function* names(from: ReadPosition, stop?: AbortSignal): AsyncGenerator<string[], void, undefined> {
     let pending = read(from)
     try {
       for (;;) {
         const step = await pending
+        // A generator told to return while it awaits goes on to its next yield: the signal says
+        // at once that nobody wants what it would read.
+        if (stop?.aborted) return
         // One step ahead: Redis reads the next chunks while these are handed out and written.
         if (step.next) pending = read(step.next)
-        for (const segment of step.segments) {
-          const live = namesOf(segment)
-          if (live.length > 0) yield live
-        }
+        if (step.names.length > 0) yield step.names
         if (!step.next) return
       }
     } finally {
       // Stopped early (the client went away): the step read ahead is nobody's, its failure too.
-      pending.catch(ignore)
+      void Promise.allSettled([pending])
     }
   }
 
   async function page(from: ReadPosition | undefined, limit: number): Promise<Page> {
     const found: string[] = []
-    for (let position = from; ; ) {
-      const step = await read(position)
+    let position = from
+    do {
+      const step = await readChunks(position)
       for (const { chunk, offset, entries } of step.segments) {
         for (const [index, entry] of entries.entries()) {
           if (entry === TOMBSTONE) continue
@@ -279,9 +299,9 @@ export function createItemStore(connection: RedisConnection<ItemStoreScripts>, s
           found.push(entry)
         }
       }
-      if (!step.next) return { names: found, next: undefined }
       position = step.next
-    }
+    } while (position)
+    return { names: found, next: undefined }
   }
 
   async function removeAll(name: string): Promise<number> {
@@ -316,6 +336,7 @@ export function createItemStore(connection: RedisConnection<ItemStoreScripts>, s
       const args = [keys, newListId(), name, maxCount, keys.idempotency(idempotencyKey), fingerprintOf(name), idempotencyTtlSeconds] as const
       return acknowledged('append_once', (client) => client.appendOnce(...args), (pipeline) => pipeline.appendOnce(...args))
     },
+    read,
     names,
     page,
     removeAll,
@@ -335,8 +356,6 @@ export function createItemStore(connection: RedisConnection<ItemStoreScripts>, s
     },
   }
 }
-
-function ignore(): void {}
 
 /** A segment's live names: its entries without the tombstones of deleted ones. */
 function namesOf(segment: Segment): string[] {

@@ -9,8 +9,9 @@ import { defineScript, type CommandParser, type RedisScripts } from 'redis'
  * - `<key>:chunk:<n>`: a Redis list of up to CHUNK_NAMES names. A deleted name becomes a tombstone
  *   (the empty string, never a name) and the names after it keep their positions, so a reader
  *   holding (chunk, offset) never skips nor repeats one; a chunk with nothing but tombstones goes.
- * - `<key>:header`: a hash of `count` (names in the list), `tail` (the last chunk's number) and
- *   `fill` (how many names that chunk has had; CHUNK_NAMES when the next append opens a new one).
+ * - `<key>:header`: a hash of `count` (names in the list), `tail` (the last chunk's number),
+ *   `fill` (how many names that chunk has had; CHUNK_NAMES when the next append opens a new one)
+ *   and, while an earlier version's list is being moved in, `legacy`.
  * - `<key>:legacy`: the list an earlier version kept at `<key>` (`RPUSH`), moved into chunks
  *   from its head a batch at a time. Until it is empty, appends go to its tail, after it.
  *
@@ -61,7 +62,9 @@ const DECLARED = '#!lua'
  * earlier version's list at the index's key into the legacy list (one O(1) RENAME: from then on
  * that version's commands meet a sorted set and fail, rather than act on part of the list), and
  * gives a new list its id. `migrate(chunks)` moves up to that many chunks' worth of names from the
- * legacy list's head into new chunks, and clears `legacy` from the index once it is empty.
+ * legacy list's head into new chunks, and clears `legacy` from the index and the header once it is
+ * empty. `append(name, maxCount)` is three commands (the header read, the push, the header
+ * written), the layout made first when there is no header: a hot path, and Redis's time is everyone's.
  */
 const PRELUDE = `
 local index, header = KEYS[1], KEYS[2]
@@ -78,7 +81,7 @@ local function ensure()
     end
     redis.call('RENAME', index, legacy)
     redis.call('ZADD', index, '-inf', '${ID_PREFIX}' .. ARGV[1], '+inf', '${LEGACY_MEMBER}')
-    redis.call('HSET', header, 'count', redis.call('LLEN', legacy))
+    redis.call('HSET', header, 'count', redis.call('LLEN', legacy), '${LEGACY_MEMBER}', 1)
   elseif kind == 'none' then
     redis.call('ZADD', index, '-inf', '${ID_PREFIX}' .. ARGV[1])
     redis.call('HSETNX', header, 'count', 0)
@@ -103,25 +106,35 @@ local function migrate(chunks)
     fill = #names
     moved = moved + fill
   end
-  if redis.call('EXISTS', legacy) == 0 then redis.call('ZREM', index, '${LEGACY_MEMBER}') end
+  if redis.call('EXISTS', legacy) == 0 then
+    redis.call('ZREM', index, '${LEGACY_MEMBER}')
+    redis.call('HDEL', header, '${LEGACY_MEMBER}')
+  end
   redis.call('HSET', header, 'tail', tail, 'fill', fill)
   return moved
 end
 
-local function append(name)
-  if redis.call('ZSCORE', index, '${LEGACY_MEMBER}') then
-    redis.call('RPUSH', legacy, name)
-  else
-    local at = redis.call('HMGET', header, 'tail', 'fill')
-    local tail, fill = tonumber(at[1]), tonumber(at[2])
-    if fill >= CAP then
-      tail, fill = tail + 1, 0
-      redis.call('ZADD', index, tail, tail)
-    end
-    redis.call('RPUSH', chunk(tail), name)
-    redis.call('HSET', header, 'tail', tail, 'fill', fill + 1)
+-- 'full' at the cap; else appends the name, after the names an earlier version's list still holds.
+local function append(name, maxCount)
+  local at = redis.call('HMGET', header, 'count', 'tail', 'fill', '${LEGACY_MEMBER}')
+  if not at[1] then
+    ensure()
+    at = redis.call('HMGET', header, 'count', 'tail', 'fill', '${LEGACY_MEMBER}')
   end
-  redis.call('HINCRBY', header, 'count', 1)
+  local count, tail, fill = tonumber(at[1]), tonumber(at[2]), tonumber(at[3])
+  if count >= maxCount then return 'full' end
+  if at[4] then
+    redis.call('RPUSH', legacy, name)
+    redis.call('HSET', header, 'count', count + 1)
+    return 'appended'
+  end
+  if fill >= CAP then
+    tail, fill = tail + 1, 0
+    redis.call('ZADD', index, tail, tail)
+  end
+  redis.call('RPUSH', chunk(tail), name)
+  redis.call('HSET', header, 'count', count + 1, 'tail', tail, 'fill', fill + 1)
+  return 'appended'
 end
 `
 
@@ -139,10 +152,7 @@ interface AppendScript {
 const APPEND: RedisScripts[string] & AppendScript = defineScript({
   SCRIPT: `${DECLARED}
 ${PRELUDE}
-ensure()
-if tonumber(redis.call('HGET', header, 'count')) >= tonumber(ARGV[3]) then return 'full' end
-append(ARGV[2])
-return 'appended'
+return append(ARGV[2], tonumber(ARGV[3]))
 `,
   NUMBER_OF_KEYS: 2,
   parseCommand(parser: CommandParser, keys: ListKeys, listId: string, name: string, maxCount: number) {
@@ -174,11 +184,9 @@ if recorded then
   redis.call('SET', KEYS[3], recorded, 'KEEPTTL')
   return 'replayed'
 end
-ensure()
-if tonumber(redis.call('HGET', header, 'count')) >= tonumber(ARGV[3]) then return 'full' end
-append(ARGV[2])
-redis.call('SET', KEYS[3], ARGV[4], 'EX', ARGV[5])
-return 'appended'
+local outcome = append(ARGV[2], tonumber(ARGV[3]))
+if outcome == 'appended' then redis.call('SET', KEYS[3], ARGV[4], 'EX', ARGV[5]) end
+return outcome
 `,
   NUMBER_OF_KEYS: 3,
   parseCommand(parser: CommandParser, keys: ListKeys, listId: string, name: string, maxCount: number, record: string, fingerprint: string, ttlSeconds: number) {
