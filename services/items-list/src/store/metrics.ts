@@ -57,16 +57,18 @@ export interface ListCounts {
 /**
  * `items_list_names`, `items_list_max_names` and `items_list_unmigrated_names` in `registry`, read
  * from Redis at each scrape (`counts`), for the alert that warns of a list nearing its cap and to
- * follow an upgrade's migration. A scrape while Redis is unavailable keeps the last figures:
- * `items_store_up` says why they are old.
+ * follow an upgrade's migration. A scrape while Redis is unavailable (`isAvailable`) sends it
+ * nothing and keeps the last figures: `items_store_up` says why they are old.
  */
-export function createListMetrics(registry: Registry, maxCount: number, counts: () => Promise<ListCounts>): void {
+export function createListMetrics(registry: Registry, maxCount: number, counts: () => Promise<ListCounts>, isAvailable: () => boolean): void {
   // prom-client collects every metric at once: the two gauges share one read.
   let pending: Promise<ListCounts | undefined> | undefined
-  const read = () =>
-    (pending ??= counts()
+  const read = async () => {
+    if (!isAvailable()) return undefined
+    return (pending ??= counts()
       .catch(() => undefined)
       .finally(() => (pending = undefined)))
+  }
   const gaugeOf = (name: string, help: string, figure: (counts: ListCounts) => number) =>
     new Gauge({
       name,

@@ -9,21 +9,25 @@ const MAX_RETRY_MS = 1_000
  * Moves an earlier version's list into the chunks in the background, from the start of the
  * process, so that an upgrade completes even when no request comes (reads and deletes that reach
  * the unmoved part move it themselves). Every step is one atomic script, so a replica that dies
- * mid-way leaves nothing half-moved, and replicas migrating at once only share the work. Tried
- * again while Redis is unavailable. Returns what stops it.
+ * mid-way leaves nothing half-moved, and replicas migrating at once only share the work. Waits
+ * while Redis is unavailable (`isAvailable`), without sending anything, and tries again when a
+ * step fails. Returns what stops it.
  */
-export function migrateInBackground(store: ItemStore, log: FastifyBaseLogger): () => void {
+export function migrateInBackground(store: ItemStore, isAvailable: () => boolean, log: FastifyBaseLogger): () => void {
   let stopped = false
   let retry: NodeJS.Timeout | undefined
   const attempt = (delayMs: number): void => {
+    const again = () => {
+      if (!stopped) retry = setTimeout(() => attempt(Math.min(MAX_RETRY_MS, delayMs * 2)), delayMs).unref()
+    }
+    // Not a command sent to a Redis known to be away: it would count as the store failing.
+    if (!isAvailable()) return again()
     store.migrate().then(
       (moved) => {
         if (moved > 0) log.info({ names: moved }, "an earlier version's list is moved into chunks")
       },
-      () => {
-        // The connection has logged the outage (at start-up, it is still connecting).
-        if (!stopped) retry = setTimeout(() => attempt(Math.min(MAX_RETRY_MS, delayMs * 2)), delayMs).unref()
-      },
+      // The connection has logged the outage.
+      again,
     )
   }
   attempt(FIRST_RETRY_MS)

@@ -68,8 +68,11 @@ export const itemStore = fp<ItemStorePluginOptions>(
       minReplicasAck: config.ITEMS_MIN_REPLICAS_ACK,
     }
     const store = createItemStore(connection, appends ? { ...settings, appends } : settings)
-    createListMetrics(app.metrics, config.ITEMS_MAX_COUNT, () => store.counts())
-    const stopMigrating = migrateInBackground(store, app.log)
+    // Neither the scrape nor the migration sends a command to a Redis known to be away: each
+    // would count as the store failing, and says nothing new.
+    const isAvailable = () => connection.isAvailable
+    createListMetrics(app.metrics, config.ITEMS_MAX_COUNT, () => store.counts(), isAvailable)
+    const stopMigrating = migrateInBackground(store, isAvailable, app.log)
     app.decorate('itemStore', store)
     app.decorate<RateLimitRedis>('itemStoreRedis', connection.client)
     app.addHook('onClose', async () => {
