@@ -19,3 +19,22 @@ t.test('a command that does not settle within its deadline is rejected with what
   const error = await withDeadline(new Promise(() => {}), 20, expired).catch((failure: unknown) => failure)
   t.match(error, { message: 'expired' })
 })
+
+t.test('the clock starts when the command is written, on the next turn: time this process spent busy before then is not counted', async (t) => {
+  // As node-redis does: a command asked for in one turn is written on the next (setImmediate),
+  // and here answered 10 ms after that. It is asked for from a setImmediate callback that then
+  // keeps the process busy for three deadlines: the deadline's own timer is due before the
+  // command has even been written.
+  const answer = await new Promise<Promise<string>>((resolve) =>
+    setImmediate(() => {
+      const command = new Promise<string>((answered) => setImmediate(() => setTimeout(() => answered('answer'), 10)))
+      const deadline = withDeadline(command, 50, expired).catch((error: Error) => error.message)
+      const end = performance.now() + 150
+      while (performance.now() < end) {
+        // Busy: nothing else runs.
+      }
+      resolve(deadline)
+    }),
+  )
+  t.equal(answer, 'answer')
+})
