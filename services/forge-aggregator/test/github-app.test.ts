@@ -234,12 +234,14 @@ t.test('/metrics shows the installation\'s rate-limit budget', async (t) => {
 
 t.test('with Redis: two replicas of one installation share answers and budget; no JWT or token reaches Redis, a response or a log line', async (t) => {
   const redis = await startPrivateRedis({ durable: false })
+  // Stopped whatever happens next: a test that fails before its teardown is registered leaves
+  // redis-server running, and the file waits on it until tap's time limit.
+  t.teardown(() => redis.dispose())
   const inspector = createClient({ url: `redis://127.0.0.1:${redis.port}` })
+  // A connection error the client retries by itself; without a listener it would be thrown.
+  inspector.on('error', () => {})
+  t.teardown(() => inspector.destroy())
   await inspector.connect()
-  t.teardown(async () => {
-    await inspector.close()
-    await redis.dispose()
-  })
   const clock = testClock()
   const upstream = await startAppUpstream(t, clock)
   const env = { ...upstream.env, REDIS_URL: `redis://127.0.0.1:${redis.port}`, FORGE_CACHE_TTL_SECONDS: 3600 }
