@@ -1,6 +1,6 @@
 import t, { type Test } from 'tap'
 import { createClient } from 'redis'
-import { startPrivateRedis } from '@repo/test-support'
+import { eventually, startPrivateRedis } from '@repo/test-support'
 import { buildAggregator, testClock, type TestClock, type TestEnv } from './helpers/build.ts'
 import { startAppUpstream, TOKEN_LIFETIME_MS, type AppUpstream } from './helpers/app-upstream.ts'
 
@@ -149,6 +149,35 @@ t.test('a failure answered for a call made with the token before a renewal names
   t.match(res.json(), { details: /^Upstream responded 500: Upstream trouble with Bearer \[redacted\] \(App JWT \[redacted\]\)$/ })
   t.equal(upstream.requests.filter((request) => request.path.includes('lisa')).length, USER_CALLS, 'a 500 is no reason to renew the token and call again')
   t.equal(upstream.minted.length, 2)
+  for (const secret of secretsOf(upstream)) {
+    t.notMatch(res.body, secret)
+    t.notMatch(logLines.join(''), secret)
+  }
+})
+
+t.test('after a 401 has renewed the token, a late failure that quotes the refused token names neither token nor the JWT', async (t) => {
+  const { app, upstream, logLines } = await appAggregator(t, { FORGE_CACHE_TTL_SECONDS: 0, FORGE_STALE_SECONDS: 0 })
+  t.equal((await app.inject({ url: usersUrl('mona') })).statusCode, 200)
+  const [refused] = upstream.minted
+  // lisa's five calls reach the upstream with the first token, and their answers are held.
+  const release = Promise.withResolvers<void>()
+  upstream.holdAnswers((request) => request.path.includes('lisa'), release.promise)
+  const late = app.inject({ url: usersUrl('lisa') })
+  t.ok(await eventually(async () => upstream.requests.filter((request) => request.path.includes('lisa')).length === USER_CALLS), "lisa's calls arrived")
+
+  // Meanwhile the token is revoked: octo's calls are refused (401), and the token renewed.
+  upstream.revoke(refused!)
+  t.equal((await app.inject({ url: usersUrl('octo') })).statusCode, 200)
+  t.equal(upstream.minted.length, 2, 'renewed after the 401')
+  t.match(logLines.join('\n'), 'installation token refused; renewing it once')
+  // Then lisa's calls fail, their message quoting the token they carried: the refused one.
+  upstream.failWith = 500
+  release.resolve()
+
+  const res = await late
+  t.equal(res.statusCode, 500)
+  t.match(res.json(), { details: /^Upstream responded 500: Upstream trouble with Bearer \[redacted\] \(App JWT \[redacted\]\)$/ })
+  t.ok(upstream.requests.filter((request) => request.path.includes('lisa')).every((request) => request.authorization === `Bearer ${refused}`), 'made with the refused token only')
   for (const secret of secretsOf(upstream)) {
     t.notMatch(res.body, secret)
     t.notMatch(logLines.join(''), secret)
