@@ -12,7 +12,7 @@ function samples(page: string, name: string): Map<string, number> {
   return found
 }
 
-t.test('every command’s duration series is on /metrics at 0 before the first command, as alerts and the dashboard read them', async (t) => {
+t.test('every command’s series, its counts by outcome and its duration, are on /metrics at 0 before the first command, as alerts and the dashboard read them', async (t) => {
   // Redis not started: the app is up, and no command has been sent.
   const redis = await createPrivateRedis()
   t.teardown(() => redis.dispose())
@@ -23,6 +23,9 @@ t.test('every command’s duration series is on /metrics at 0 before the first c
   const counted = samples(page, 'items_store_commands_total')
   t.same(new Set(counted.values()), new Set([0]), 'no command yet')
   for (const command of STORE_COMMANDS) {
+    for (const outcome of ['ok', 'error', 'timeout']) {
+      t.equal(counted.get(`{command="${command}",outcome="${outcome}"}`), 0, `${command}, ${outcome}: counted at 0`)
+    }
     t.equal(samples(page, `${DURATION}_count`).get(`{command="${command}"}`), 0, `${command}: _count`)
     t.equal(samples(page, `${DURATION}_sum`).get(`{command="${command}"}`), 0, `${command}: _sum`)
     const buckets = [...samples(page, `${DURATION}_bucket`)].filter(([labels]) => labels.endsWith(`,command="${command}"}`))
