@@ -2,7 +2,9 @@ import t from 'tap'
 import Fastify, { type FastifyReply, type FastifyRequest } from 'fastify'
 import { pino } from 'pino'
 import { captureLogs } from '@repo/test-support'
+import { setTimeout as sleep } from 'node:timers/promises'
 import { AccessLog } from '../src/index.ts'
+import { buildService } from './helpers/service.ts'
 
 /** A request's logger as Fastify makes it: a child with its `reqId`. */
 function requestLogger() {
@@ -27,6 +29,20 @@ t.test('a request is logged once, when its answer has been sent: method, url, st
   t.match(line, { level: 30, msg: 'request completed', method: 'GET', url: '/things/7?full=1', statusCode: 200, remoteAddress: '127.0.0.1' })
   t.type(line?.responseTime, 'number')
   t.notMatch(JSON.stringify(line), 'secret', 'no header is logged')
+})
+
+t.test('the access line’s responseTime is in milliseconds, as Fastify’s own is: an answer that took 200 ms says about 200', async (t) => {
+  // The server as both services make it (createServer), not a bare Fastify with the controller.
+  const { app, lines } = await buildService(t)
+  app.get('/takes-200-ms', async () => {
+    await sleep(200)
+    return { ok: true }
+  })
+  await app.inject({ url: '/takes-200-ms' })
+  const line = lines.find((logged) => logged.msg === 'request completed' && logged.url === '/takes-200-ms')
+  const responseTime = Number(line?.responseTime)
+  // In seconds it would be 0.2; in microseconds, 200 000. The upper bound is a loaded machine's margin.
+  t.ok(responseTime >= 200 && responseTime < 2_500, `200 ms is logged as ${responseTime}`)
 })
 
 t.test('at debug level the incoming request is logged too, with its method and URL', async (t) => {

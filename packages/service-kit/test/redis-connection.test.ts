@@ -105,6 +105,65 @@ t.test('Redis silent: a command waits its deadline only, then Redis is set aside
   t.equal(await ping(connection), 'PONG')
 })
 
+/** Keeps this process's event loop to itself for `ms`, as a burst of requests does. */
+function busyFor(ms: number): void {
+  const end = performance.now() + ms
+  while (performance.now() < end) {
+    // Nothing: the point is that nothing else runs.
+  }
+}
+
+t.test('a command sent just before this process is busy for longer than the deadline is answered: Redis is not set aside', async (t) => {
+  const { connection, outcomes } = await connect(t)
+  // Sent from a setImmediate callback, as a burst of requests may be: the client writes it on the
+  // next turn of the event loop, which comes only once this process is done with its own work,
+  // after the timers of that turn have run.
+  const { answer } = await new Promise<{ answer: Promise<string> }>((resolve) =>
+    setImmediate(() => {
+      const answer = ping(connection)
+      busyFor(DEADLINE_MS * 3)
+      resolve({ answer })
+    }),
+  )
+  t.equal(await answer, 'PONG')
+  t.ok(connection.isAvailable, 'still available')
+  t.same(outcomes, ['ok'])
+})
+
+t.test('an answer that waited behind this process’s own work for longer than the deadline counts: Redis is not set aside', async (t) => {
+  const { connection, outcomes } = await connect(t)
+  const answer = ping(connection)
+  // Written, and answered at once by Redis; the answer then waits in the socket.
+  await new Promise((resolve) => setImmediate(resolve))
+  busyFor(DEADLINE_MS * 3)
+  t.equal(await answer, 'PONG')
+  t.ok(connection.isAvailable, 'still available')
+  t.same(outcomes, ['ok'])
+})
+
+t.test('a command queued past its deadline behind others Redis answers one by one sets Redis aside: no backlog is left to grow', async (t) => {
+  const deadlineMs = 1_000
+  const redis = await startPrivateRedis({ durable: false })
+  t.teardown(() => redis.dispose())
+  const logs = captureLogs()
+  const connection = createRedisConnection({
+    target: { host: '127.0.0.1', port: redis.port },
+    logger: createLogger('info', logs.destination),
+    purpose: 'appends waiting for replicas',
+    deadlineMs,
+  })
+  t.teardown(() => connection.close())
+  t.ok(await eventually(async () => connection.isAvailable))
+  // WAIT blocks the connection it runs on, as appends that wait for replicas do: with no replica
+  // each of these five ends after 300 ms, and the next begins only then. Redis keeps answering,
+  // but the last ones would wait 1.2 and 1.5 s: a Redis that slow is set aside, so that commands
+  // fail at once instead of queueing behind each other for ever longer.
+  const waits = await Promise.allSettled(Array.from({ length: 5 }, () => connection.run('wait', (client) => client.wait(1, 300))))
+  t.same(waits[0], { status: 'fulfilled', value: 0 }, 'the first is answered: no replica confirmed')
+  t.match(waits[4], { status: 'rejected', reason: { timedOut: true } }, 'the last is given up at its deadline')
+  t.equal(messages(logs.lines, 'Redis unavailable; reconnecting in the background').length, 1, 'Redis is set aside')
+})
+
 t.test('a command Redis refuses fails alone: Redis is not set aside', async (t) => {
   const { connection, outcomes } = await connect(t)
   await connection.run('set', (client) => client.set('text', 'v'))

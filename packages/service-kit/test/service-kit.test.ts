@@ -1,5 +1,7 @@
 import t from 'tap'
 import fp from 'fastify-plugin'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { securityHeaders } from '../src/index.ts'
 import { buildService } from './helpers/service.ts'
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/
@@ -45,6 +47,27 @@ t.test('security headers are on every answer, with a policy that does not upgrad
   t.match(policy, "default-src 'self'")
   t.match(policy, "script-src 'self'")
   t.notMatch(policy, 'upgrade-insecure-requests')
+})
+
+t.test('security headers are on answers no route gave too: a 404, a body that does not parse, a 429', async (t) => {
+  const { app } = await buildService(t, { rateLimit: { perMinute: 4 } })
+  const expected = securityHeaders()
+  t.ok(Object.keys(expected).length >= 10, 'helmet’s whole set')
+  const answers = {
+    'a route': await app.inject({ url: '/things/1' }),
+    'no route': await app.inject({ url: '/nowhere' }),
+    'a body that does not parse': await app.inject({ method: 'POST', url: '/echo', headers: { 'content-type': 'application/json' }, payload: '{"a":' }),
+    'a body of a type no parser takes': await app.inject({ method: 'POST', url: '/echo', headers: { 'content-type': 'text/csv' }, payload: 'a,b' }),
+  }
+  // The limit is 4 a minute: the four requests above were counted, and this one is over it.
+  const limited = await app.inject({ url: '/things/2' })
+  t.same(
+    [...Object.values(answers), limited].map((res) => res.statusCode),
+    [200, 404, 400, 415, 429],
+  )
+  for (const [what, res] of Object.entries({ ...answers, 'over the rate limit': limited })) {
+    t.match(res.headers, expected, what)
+  }
 })
 
 t.test('CORS, when origins are set, lets a browser read the headers clients rely on', async (t) => {
@@ -94,15 +117,23 @@ t.test('/metrics serves the default metrics and the request histogram by route p
   t.notOk(lines.some((line) => line.url === '/metrics'), 'no access line for /metrics')
 })
 
-t.test('http_request_duration_seconds is in seconds, in buckets from 5 ms to 10 s', async (t) => {
+t.test('http_request_duration_seconds is in seconds, in buckets from 5 ms to 10 s: an answer that took 200 ms is above 0.1', async (t) => {
   const { app } = await buildService(t)
-  await app.inject({ url: '/things/1' })
+  app.get('/takes-200-ms', async () => {
+    await sleep(200)
+    return { ok: true }
+  })
+  await app.inject({ url: '/takes-200-ms' })
   const page = (await app.inject({ url: '/metrics' })).body
-  const series = 'method="GET",route="/things/:id",status_code="200"'
+  const series = 'method="GET",route="/takes-200-ms",status_code="200"'
+  const bucket = (le: string) => Number(new RegExp(`^http_request_duration_seconds_bucket\\{le="${le}",${series}\\} (\\S+)$`, 'm').exec(page)?.[1])
   const buckets = [...page.matchAll(new RegExp(`^http_request_duration_seconds_bucket\\{le="([^"]+)",${series}\\} `, 'gm'))].map(([, le]) => le)
   t.same(buckets, ['0.005', '0.01', '0.025', '0.05', '0.1', '0.25', '0.5', '1', '2.5', '5', '10', '+Inf'])
+  // In milliseconds it would be past every bucket; in microseconds, in none of them.
+  t.equal(bucket('0.1'), 0, 'not under 0.1 s')
+  t.equal(bucket('2.5'), 1, 'under 2.5 s, the margin a loaded machine needs')
   const sum = Number(new RegExp(`^http_request_duration_seconds_sum\\{${series}\\} (\\S+)$`, 'm').exec(page)?.[1])
-  t.ok(sum >= 0 && sum < 1, `an injected request takes well under a second (${sum})`)
+  t.ok(sum >= 0.2 && sum < 2.5, `200 ms is 0.2 s (${sum})`)
 })
 
 t.test('each app has its own registry: two apps in one process do not mix their counts', async (t) => {

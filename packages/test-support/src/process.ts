@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process'
 import { once } from 'node:events'
-import { connect, createServer } from 'node:net'
+import { connect, createServer, type AddressInfo } from 'node:net'
 import { delimiter, dirname } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { waitForFound } from './waiting.ts'
@@ -117,10 +117,10 @@ export function isListening(port: number): Promise<boolean> {
 export async function findFreePort(): Promise<number> {
   const server = createServer().listen(0, '127.0.0.1')
   await once(server, 'listening')
-  const address = server.address()
+  // Listening on TCP: its address is an AddressInfo, never a pipe's name.
+  const { port } = server.address() as AddressInfo
   server.close()
-  if (address === null || typeof address === 'string') throw new Error('no TCP port')
-  return address.port
+  return port
 }
 
 /** Polls every `intervalMs` until `condition` holds; false if it never did within `attempts`. */

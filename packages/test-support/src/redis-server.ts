@@ -4,7 +4,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
-import { eventually, findFreePort, isListening } from './process.ts'
+import { eventually, findFreePort } from './process.ts'
 
 /**
  * A private redis-server on a free port, owned by one test file, that a test may stop, restart
@@ -63,8 +63,13 @@ export async function createPrivateRedis({ durable = true, args: extraArgs = [],
       args.push(...listen, '--bind', '127.0.0.1', '--dir', dir)
       if (!sentinel) args.push('--save', '', ...(durable ? ['--appendonly', 'yes', '--appendfsync', 'always'] : ['--appendonly', 'no']))
       args.push(...extraArgs)
-      child = spawn('redis-server', args, { stdio: 'ignore' })
-      await waitUntilListening(port)
+      const started = spawn('redis-server', args, { stdio: ['ignore', 'pipe', 'pipe'] })
+      child = started
+      await untilReady(started, port).catch((error: unknown) => {
+        // One that never became ready is not left running behind the failure.
+        started.kill('SIGKILL')
+        throw error
+      })
     },
     async stop(signal = 'SIGKILL') {
       if (!child || child.exitCode !== null || child.signalCode !== null) return
@@ -88,9 +93,18 @@ export async function createPrivateRedis({ durable = true, args: extraArgs = [],
 
 /** A private Redis, started. */
 export async function startPrivateRedis(options: PrivateRedisOptions = {}): Promise<PrivateRedis> {
-  const redis = await createPrivateRedis(options)
-  await redis.start()
-  return redis
+  for (let attempt = 1; ; attempt++) {
+    const redis = await createPrivateRedis(options)
+    try {
+      await redis.start()
+      return redis
+    } catch (error) {
+      await redis.dispose()
+      // The free port was taken between findFreePort and the server's bind (a test suite beside
+      // this one opens connections all the time): another port will do.
+      if (!(error instanceof PortTaken) || attempt === 3) throw error
+    }
+  }
 }
 
 /**
@@ -221,6 +235,41 @@ function fieldOf(answer: string, field: string): number {
   return index === -1 ? Number.NaN : Number(lines[index + 1])
 }
 
-async function waitUntilListening(port: number): Promise<void> {
-  if (!(await eventually(() => isListening(port)))) throw new Error(`redis-server did not listen on port ${port}`)
+/** The server could not bind its port: something else holds it. */
+class PortTaken extends Error {}
+
+/** What redis-server prints once it accepts connections: a data node, or a sentinel. */
+const READY = /Ready to accept connections|Sentinel ID is/
+/** A start from a cold disk on a loaded machine stays well within it. */
+const START_TIMEOUT_MS = 30_000
+
+/**
+ * Resolves once the server `child` says it accepts connections. Its own word, not a connection
+ * that succeeds: something else may answer on `port` (another test's server, if the port was
+ * taken between findFreePort and this server's bind, which then exits). Rejects with the server's
+ * last lines when it exits first (`PortTaken` when its port was in use), or after 30 s. Its output
+ * is read to the end, or a full pipe would stop it.
+ */
+async function untilReady(child: ChildProcess, port: number): Promise<void> {
+  let output = ''
+  const { promise, resolve, reject } = Promise.withResolvers<void>()
+  const read = (chunk: Buffer) => {
+    // The last few lines are enough to say why it stopped.
+    output = (output + chunk.toString()).slice(-4_000)
+    if (READY.test(output)) resolve()
+  }
+  child.stdout?.on('data', read)
+  child.stderr?.on('data', read)
+  const exited = () => {
+    const why = `redis-server on port ${port} exited before it was ready:\n${output}`
+    reject(/Address already in use/.test(output) ? new PortTaken(why) : new Error(why))
+  }
+  child.once('exit', exited)
+  const timer = setTimeout(() => reject(new Error(`redis-server on port ${port} was not ready within ${START_TIMEOUT_MS} ms:\n${output}`)), START_TIMEOUT_MS)
+  try {
+    await promise
+  } finally {
+    clearTimeout(timer)
+    child.off('exit', exited)
+  }
 }

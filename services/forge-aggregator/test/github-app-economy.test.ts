@@ -11,12 +11,13 @@ import { startAppUpstream, type AppUpstream } from './helpers/app-upstream.ts'
 // A cache needs no durability: without fsync on every write, a loaded machine does not slow it down.
 const redis = await startPrivateRedis({ durable: false })
 const redisUrl = `redis://127.0.0.1:${redis.port}`
+// Registered before anything can fail: a Redis left running keeps the file alive until tap's
+// time limit. A refused connect is retried by the client, not thrown.
+t.teardown(() => redis.dispose())
 const inspector = createClient({ url: redisUrl })
+inspector.on('error', () => {})
+t.teardown(() => inspector.destroy())
 await inspector.connect()
-t.teardown(async () => {
-  await inspector.close()
-  await redis.dispose()
-})
 t.afterEach(async () => {
   await inspector.flushAll()
 })

@@ -1,6 +1,6 @@
 import t, { type Test } from 'tap'
 import { createClient } from 'redis'
-import { startPrivateRedis } from '@repo/test-support'
+import { eventually, startPrivateRedis } from '@repo/test-support'
 import { buildAggregator, testClock, type TestClock, type TestEnv } from './helpers/build.ts'
 import { startAppUpstream, TOKEN_LIFETIME_MS, type AppUpstream } from './helpers/app-upstream.ts'
 
@@ -155,6 +155,35 @@ t.test('a failure answered for a call made with the token before a renewal names
   }
 })
 
+t.test('after a 401 has renewed the token, a late failure that quotes the refused token names neither token nor the JWT', async (t) => {
+  const { app, upstream, logLines } = await appAggregator(t, { FORGE_CACHE_TTL_SECONDS: 0, FORGE_STALE_SECONDS: 0 })
+  t.equal((await app.inject({ url: usersUrl('mona') })).statusCode, 200)
+  const [refused] = upstream.minted
+  // lisa's five calls reach the upstream with the first token, and their answers are held.
+  const release = Promise.withResolvers<void>()
+  upstream.holdAnswers((request) => request.path.includes('lisa'), release.promise)
+  const late = app.inject({ url: usersUrl('lisa') })
+  t.ok(await eventually(async () => upstream.requests.filter((request) => request.path.includes('lisa')).length === USER_CALLS), "lisa's calls arrived")
+
+  // Meanwhile the token is revoked: octo's calls are refused (401), and the token renewed.
+  upstream.revoke(refused!)
+  t.equal((await app.inject({ url: usersUrl('octo') })).statusCode, 200)
+  t.equal(upstream.minted.length, 2, 'renewed after the 401')
+  t.match(logLines.join('\n'), 'installation token refused; renewing it once')
+  // Then lisa's calls fail, their message quoting the token they carried: the refused one.
+  upstream.failWith = 500
+  release.resolve()
+
+  const res = await late
+  t.equal(res.statusCode, 500)
+  t.match(res.json(), { details: /^Upstream responded 500: Upstream trouble with Bearer \[redacted\] \(App JWT \[redacted\]\)$/ })
+  t.ok(upstream.requests.filter((request) => request.path.includes('lisa')).every((request) => request.authorization === `Bearer ${refused}`), 'made with the refused token only')
+  for (const secret of secretsOf(upstream)) {
+    t.notMatch(res.body, secret)
+    t.notMatch(logLines.join(''), secret)
+  }
+})
+
 t.test('a JWT the upstream refuses (wrong key) is a 500 that names no secret', async (t) => {
   const clock = testClock()
   const upstream = await startAppUpstream(t, clock)
@@ -234,12 +263,14 @@ t.test('/metrics shows the installation\'s rate-limit budget', async (t) => {
 
 t.test('with Redis: two replicas of one installation share answers and budget; no JWT or token reaches Redis, a response or a log line', async (t) => {
   const redis = await startPrivateRedis({ durable: false })
+  // Stopped whatever happens next: a test that fails before its teardown is registered leaves
+  // redis-server running, and the file waits on it until tap's time limit.
+  t.teardown(() => redis.dispose())
   const inspector = createClient({ url: `redis://127.0.0.1:${redis.port}` })
+  // A connection error the client retries by itself; without a listener it would be thrown.
+  inspector.on('error', () => {})
+  t.teardown(() => inspector.destroy())
   await inspector.connect()
-  t.teardown(async () => {
-    await inspector.close()
-    await redis.dispose()
-  })
   const clock = testClock()
   const upstream = await startAppUpstream(t, clock)
   const env = { ...upstream.env, REDIS_URL: `redis://127.0.0.1:${redis.port}`, FORGE_CACHE_TTL_SECONDS: 3600 }

@@ -38,6 +38,18 @@ t.test('forge_upstream_requests_total and its duration count every call by resou
   t.equal(await metric('forge_upstream_request_duration_seconds_count', { resource: 'search' }), 2)
 })
 
+t.test('forge_upstream_request_duration_seconds is in seconds: a call the upstream answers after 200 ms is above 0.1', async (t) => {
+  const { app, metric } = await buildAggregator(t)
+  nock(API).get('/repos/octocat/hello').delay(200).reply(200, fixtures.repository, RESOURCE_HEADERS)
+  t.equal((await app.inject({ method: 'GET', url: '/api/forge/repos?repo_name=hello' })).statusCode, 200)
+  const bucket = (le: string) => metric('forge_upstream_request_duration_seconds_bucket', { resource: 'core', le })
+  // In milliseconds it would be past every bucket; in microseconds, in the first.
+  t.equal(await bucket('0.1'), 0, 'not under 0.1 s')
+  t.equal(await bucket('2.5'), 1, 'under 2.5 s, the margin a loaded machine needs')
+  const sum = Number(await metric('forge_upstream_request_duration_seconds_sum', { resource: 'core' }))
+  t.ok(sum >= 0.2 && sum < 2.5, `200 ms is 0.2 s (${sum})`)
+})
+
 t.test('forge_ratelimit_remaining and forge_ratelimit_reset_timestamp_seconds follow the upstream headers', async (t) => {
   const { app, metric } = await buildAggregator(t)
   nock(API).get('/repos/octocat/hello').reply(200, fixtures.repository, { ...RESOURCE_HEADERS, 'x-ratelimit-remaining': '4321', 'x-ratelimit-reset': '1800000000' })

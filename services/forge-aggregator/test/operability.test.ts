@@ -51,3 +51,24 @@ t.test('RATE_LIMIT_PER_MINUTE answers 429 in the aggregator error shape', async 
   t.same(refused.json(), { error: 'Rate limit exceeded, retry in 1 minute' })
   t.equal(refused.headers['retry-after'], '60')
 })
+
+t.test('TRUST_PROXY: X-Forwarded-For is believed from that address only, for the rate limit and the access line alike', async (t) => {
+  const proxy = '10.0.0.1'
+  const { app, logs } = await buildAggregator(t, { env: { TRUST_PROXY: proxy, RATE_LIMIT_PER_MINUTE: 1 } })
+  // An invalid name: answered 400 at once, without an upstream call, and counted and logged as any request.
+  let sent = 0
+  const from = async (remoteAddress: string, forwardedFor: string) => {
+    const requestId = `trust-proxy-${++sent}`
+    const res = await app.inject({ url: '/api/forge/users?user_name=bad!', remoteAddress, headers: { 'x-forwarded-for': forwardedFor, 'x-request-id': requestId } })
+    const line = logs().find((entry) => entry.reqId === requestId && entry.msg === 'request completed')
+    return { status: res.statusCode, loggedAs: line?.remoteAddress }
+  }
+
+  // Through the proxy, each client behind it is itself: its own address, its own allowance.
+  t.same(await from(proxy, '203.0.113.1'), { status: 400, loggedAs: '203.0.113.1' })
+  t.same(await from(proxy, '203.0.113.2'), { status: 400, loggedAs: '203.0.113.2' }, 'another client behind the proxy')
+  t.same(await from(proxy, '203.0.113.1'), { status: 429, loggedAs: '203.0.113.1' }, 'the first client’s minute is spent')
+  // From anywhere else, X-Forwarded-For is only what the client says about itself.
+  t.same(await from('192.0.2.9', '203.0.113.3'), { status: 400, loggedAs: '192.0.2.9' })
+  t.same(await from('192.0.2.9', '203.0.113.4'), { status: 429, loggedAs: '192.0.2.9' }, 'a new X-Forwarded-For buys no new allowance')
+})

@@ -10,12 +10,13 @@ import { createProductionLock, type ProductionClaim, type ProductionLock } from 
 // cannot reach, such as a replica whose Redis refuses one command, or a subscriber cut off.
 const redis = await startPrivateRedis({ durable: false })
 const adminUrl = `redis://127.0.0.1:${redis.port}`
+// Registered before anything can fail: a Redis left running keeps the file alive until tap's
+// time limit. A refused connect is retried by the client, not thrown.
+t.teardown(() => redis.dispose())
 const admin = createClient({ url: adminUrl })
+admin.on('error', () => {})
+t.teardown(() => admin.destroy())
 await admin.connect()
-t.teardown(async () => {
-  await admin.close()
-  await redis.dispose()
-})
 t.afterEach(() => admin.flushAll())
 
 const NAMESPACE = 'forge:lock-test:'

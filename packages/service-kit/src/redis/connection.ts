@@ -42,7 +42,10 @@ export interface RedisConnectionOptions<Scripts extends RedisScripts> {
   logger: FastifyBaseLogger
   /** What the connection is for, in its log lines ("item store", "shared cache"). */
   purpose: string
-  /** Longest a command may take; past it the caller gets `RedisUnavailableError` and Redis is set aside. */
+  /**
+   * Longest Redis may take to answer a command, counted from when it is written (docs/design.md,
+   * "The Redis command deadline"); past it the caller gets `RedisUnavailableError` and Redis is set aside.
+   */
   deadlineMs?: number
   /** How often a Redis set aside is asked whether it answers again. */
   probeIntervalMs?: number
@@ -116,10 +119,11 @@ const MAX_RECONNECT_DELAY_MS = 500
 
 /**
  * Connects to Redis without waiting for it, reconnects by itself forever, and never makes a
- * caller wait long: commands are not queued while disconnected, every command has a deadline
- * (node-redis's own timeout misses a command already written to a socket that went silent, and
- * costs an AbortSignal per command), and once a command misses it Redis is set aside (commands
- * fail at once) until a probe gets an answer again. An outage is logged once, its end once.
+ * caller wait long: commands are not queued while disconnected, every command has a deadline on
+ * Redis's own time (node-redis's own timeout misses a command already written to a socket that
+ * went silent, costs an AbortSignal per command, and counts the time a busy process takes to
+ * write the command and read its answer), and once a command misses it Redis is set aside
+ * (commands fail at once) until a probe gets an answer again. An outage is logged once, its end once.
  */
 export function createRedisConnection<Scripts extends RedisScripts = NoScripts>(options: RedisConnectionOptions<Scripts>): RedisConnection<Scripts> {
   const { logger, purpose, onCommand, deadlineMs = DEFAULT_DEADLINE_MS, probeIntervalMs = DEFAULT_PROBE_INTERVAL_MS } = options

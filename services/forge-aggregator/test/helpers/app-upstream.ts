@@ -45,7 +45,11 @@ export interface AppUpstream {
   delayMs: number
   /** When set, every installation call with a live token is answered this status (the upstream in trouble). */
   failWith: number | undefined
-  /** Requests that `matches` are answered only once `until` settles (then as they would have been). */
+  /**
+   * Requests that `matches` are answered only once `until` settles. Their token is judged when
+   * they arrive, as GitHub does with a request it has accepted: one revoked meanwhile is still
+   * answered as its request would have been then, `failWith` as it is when the answer goes.
+   */
   holdAnswers(matches: (request: SeenRequest) => boolean, until: Promise<unknown>): void
   /** Resolves once a request that `matches` has arrived (one already received included). */
   untilRequested(matches: (request: SeenRequest) => boolean): Promise<void>
@@ -160,19 +164,19 @@ export async function startAppUpstream(t: Test, clock: TestClock): Promise<AppUp
     const seen = { method: request.method ?? '', path: url.pathname + url.search, authorization, ifNoneMatch }
     upstream.requests.push(seen)
     for (const arrival of arrivals) arrival(seen)
+    const expiresAt = live.get(authorization.replace(/^Bearer /, ''))
+    const tokenLive = !upstream.refuseTokens && expiresAt !== undefined && clock.now() < expiresAt
     const held = holds.filter((hold) => hold.matches(seen)).map((hold) => hold.until)
-    if (held.length === 0) return answer(request, response, url, authorization, ifNoneMatch)
-    void Promise.allSettled(held).then(() => answer(request, response, url, authorization, ifNoneMatch))
+    if (held.length === 0) return answer(request, response, url, authorization, ifNoneMatch, tokenLive)
+    void Promise.allSettled(held).then(() => answer(request, response, url, authorization, ifNoneMatch, tokenLive))
   })
 
-  function answer(request: IncomingMessage, response: ServerResponse, url: URL, authorization: string, ifNoneMatch: string | undefined): void {
+  function answer(request: IncomingMessage, response: ServerResponse, url: URL, authorization: string, ifNoneMatch: string | undefined, tokenLive: boolean): void {
     if (request.headers.accept !== 'application/vnd.github+json' || request.headers['x-github-api-version'] !== '2022-11-28' || !request.headers['user-agent']) {
       return json(response, 400, { message: 'missing the pinned headers' })
     }
     if (url.pathname.startsWith('/app/')) return answerApp(request, response, url.pathname, authorization)
-    const token = authorization.replace(/^Bearer /, '')
-    const expiresAt = live.get(token)
-    if (upstream.refuseTokens || expiresAt === undefined || clock.now() >= expiresAt) return json(response, 401, { message: `Bad credentials: ${authorization}` })
+    if (!tokenLive) return json(response, 401, { message: `Bad credentials: ${authorization}` })
     const failWith = upstream.failWith
     const trouble = { message: `Upstream trouble with ${authorization} (App JWT ${upstream.jwts.at(-1) ?? 'none'})` }
     const reply = () => (failWith === undefined ? answerInstallation(url, response, ifNoneMatch) : json(response, failWith, trouble))

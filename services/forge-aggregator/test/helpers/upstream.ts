@@ -74,6 +74,8 @@ export function searchResult(totalCount: number) {
 
 export interface UserMock {
   login: string
+  /** Fields of the profile other than the official example's. */
+  profile?: Partial<UpstreamUser>
   publicRepos?: number
   repoPages?: Repo[][]
   followers?: Follower[]
@@ -90,7 +92,7 @@ export function mockUser(mock: UserMock, scope = nock(API, { reqheaders: PINNED_
   const { login } = mock
   const pages = mock.repoPages ?? [makeRepos(login, 3)]
   const publicRepos = mock.publicRepos ?? pages.flat().length
-  scope.get(`/users/${login}`).reply(200, makeUser(login, { public_repos: publicRepos }), RESOURCE_HEADERS)
+  scope.get(`/users/${login}`).reply(200, makeUser(login, { public_repos: publicRepos, ...mock.profile }), RESOURCE_HEADERS)
   pages.forEach((page, index) => {
     scope
       .get(`/users/${login}/repos`)
