@@ -49,9 +49,10 @@ export const itemRoutes: FastifyPluginAsyncTypebox<{ maxCount: number }> = async
       },
       // The server's validator coerces nothing (a body's 1 must not pass for the name "1"); a
       // query string is all text, and `limit` is the integer its digits spell.
-      preValidation: async (request) => {
+      preValidation(request, _reply, done) {
         const query = request.query as Record<string, unknown>
         if (typeof query.limit === 'string' && /^\d{1,15}$/.test(query.limit)) query.limit = Number(query.limit)
+        done()
       },
       // A bad limit or cursor is the caller's to fix (400), where a bad body is 422.
       attachValidation: true,

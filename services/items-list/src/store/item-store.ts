@@ -194,14 +194,12 @@ export function createItemStore(connection: RedisConnection<ItemStoreScripts>, s
   }
 
   /** Runs `command`; when an earlier version's list still sits at the key, moves it aside first. */
-  async function onLayout<T>(command: StoreCommand, send: (client: RedisCommands<ItemStoreScripts>) => Promise<T>): Promise<T> {
-    try {
-      return await run(command, send)
-    } catch (error) {
+  function onLayout<T>(command: StoreCommand, send: (client: RedisCommands<ItemStoreScripts>) => Promise<T>): Promise<T> {
+    return run(command, send).catch(async (error: unknown) => {
       if (!isWrongType(error)) throw error
       await run('migrate_step', (client) => client.migrateStep(keys, newListId(), 0))
       return run(command, send)
-    }
+    })
   }
 
   /** How many chunks the next step reads: as many as STEP_BYTES holds, judged by the last ones. */
@@ -216,16 +214,15 @@ export function createItemStore(connection: RedisConnection<ItemStoreScripts>, s
       // the same round trip as the index that says which exist; a wrong guess costs a step.
       const start = from?.chunk
       const guesses = start === undefined ? firstChunks.slice(0, count) : Array.from({ length: count }, (_, index) => start + index)
-      const { members, contents, isOurs } = await onLayout('read', async (client) => {
-        // One Promise.all for every command: when the connection drops, each one's failure is handled.
-        const [members, ours, contents] = await Promise.all([
+      // One Promise.all for every command: when the connection drops, each one's failure is handled.
+      const [members, ours, ...contents] = await onLayout('read', (client) =>
+        Promise.all([
           client.zRange(keys.index, from ? from.chunk : '-inf', '+inf', { BY: 'SCORE', LIMIT: { offset: 0, count: count + 2 } }),
           from && client.zScore(keys.index, `${ID_PREFIX}${from.listId}`),
-          Promise.all(guesses.map((chunk, position) => client.lRange(keys.chunk(chunk), position === 0 && from ? from.offset : 0, -1))),
-        ])
-        return { members, contents, isOurs: ours !== null }
-      })
-      if (!isOurs) throw new ForeignPositionError('the position is in another list')
+          ...guesses.map((chunk, position) => client.lRange(keys.chunk(chunk), position === 0 && from ? from.offset : 0, -1)),
+        ]),
+      )
+      if (ours === null) throw new ForeignPositionError('the position is in another list')
 
       let listId = from?.listId
       const chunks: number[] = []
