@@ -14,6 +14,8 @@ const BUSY = 0.9
 export interface BenchServer {
   url: string
   pid: number | undefined
+  /** What autocannon sends to this side, when it is not the load's `requests` (a ceiling's route of another path). */
+  requests?: autocannon.Request[]
 }
 
 export interface SliceLoad {
@@ -123,7 +125,7 @@ async function slice(server: BenchServer, load: SliceLoad, onProblem: (problem: 
     connections: load.connections,
     pipelining: load.pipelining ?? 1,
     duration: load.sliceSeconds,
-    requests: load.requests,
+    requests: server.requests ?? load.requests,
   })
   const generator = process.cpuUsage(generatorBefore)
   const cpu = (cpuMicros(server.pid) ?? Number.NaN) - before

@@ -1,6 +1,9 @@
 /**
- * pnpm bench: items-list's GET and POST /items/ against their ceiling, from one run; target for
- * each, service / ceiling requests/s >= 0.9.
+ * pnpm bench: items-list's GET and POST /items/ of a list of 100 names against their ceiling,
+ * from one run; target for each, service / ceiling requests/s >= 0.9. The ceiling sends the same
+ * Redis commands on the same layout; the GET is also set, for information, against one
+ * `LRANGE 0 -1` of a plain Redis list (the layout of earlier versions, which cannot serve a long
+ * list: `pnpm bench:scale`).
  *
  * Three processes: a private redis-server without persistence (no fsync, so that Redis does not
  * set the pace), the service as `pnpm start` runs it (its defaults: info logging, one access line
@@ -36,12 +39,16 @@ interface Target {
   path: string
   headers?: Record<string, string>
   body?: string
+  /** The ceiling's route, when not `path`. */
+  ceilingPath?: string
 }
 
 const TARGETS: Target[] = [
   { method: 'GET', path: '/items/' },
   { method: 'POST', path: '/items/', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ name: 'benchmarked item' }) },
 ]
+/** For information: the GET against a single LRANGE of a plain list. */
+const NAIVE_GET: Target = { method: 'GET', path: '/items/', ceilingPath: '/naive/' }
 /** What Node writes itself, or what differs per request. */
 const PER_REQUEST = new Set(['date', 'connection', 'keep-alive', 'content-length', 'x-request-id'])
 
@@ -55,23 +62,28 @@ const running: ChildProcess[] = []
 const redis = await startPrivateRedis({ durable: false })
 const inspector = await createClient({ socket: { host: '127.0.0.1', port: redis.port } }).connect()
 try {
+  // As an earlier version wrote it: the service moves it into its layout as it starts.
   await inspector.rPush('items', NAMES)
+  await inspector.rPush('naive', NAMES)
   const service = await startServer('src/server.ts', { SHUTDOWN_DELAY_SECONDS: '0', REDIS_HOST: '127.0.0.1' })
   const answers = []
   for (const target of TARGETS) answers.push(await answer(service, target))
   const headers = Object.fromEntries(answers.map(({ headers }, index) => [TARGETS[index]!.method, headers]))
   const ceiling = await startServer('bench/ceiling.ts', { HEADERS: JSON.stringify(headers) })
-  // The same list for the ceiling's GET as for the service's: the service's POST lengthened it.
-  await inspector.rPop('items')
-  for (const [index, target] of TARGETS.entries()) {
-    const [own, bare] = [answers[index]!, await answer(ceiling, target)]
-    if (JSON.stringify(own) !== JSON.stringify(bare)) throw new Error(`${target.method} ${target.path}: the ceiling answered ${JSON.stringify(bare)}, the service ${JSON.stringify(own)}`)
+  // The same list for the ceiling's GET as for the service's: each POST lengthens it.
+  const unappend = () => fetch(`${service.url}/items/${encodeURIComponent('benchmarked item')}`, { method: 'DELETE' })
+  await unappend()
+  for (const [index, target] of [...TARGETS, NAIVE_GET].entries()) {
+    const [own, bare] = [answers[index % TARGETS.length]!, await answer(ceiling, target, target.ceilingPath)]
+    if (JSON.stringify(own) !== JSON.stringify(bare)) throw new Error(`${target.method} ${target.ceilingPath ?? target.path}: the ceiling answered ${JSON.stringify(bare)}, the service ${JSON.stringify(own)}`)
+    if (target.method === 'POST') await unappend()
   }
-  await inspector.rPop('items')
 
   console.log(`items-list benchmark (load average ${load()}): ${CONNECTIONS} connections × ${PIPELINING} pipelined, ${ROUNDS} slices of ${SLICE_SECONDS} s per side in turn, after one each to warm up; medians\n`)
-  // GET first: the POSTs lengthen the list it reads.
-  for (const target of TARGETS) await compare(service, ceiling, target)
+  // GETs first: the POSTs lengthen the list they read.
+  await compare(service, ceiling, TARGETS[0]!)
+  await compare(service, ceiling, NAIVE_GET, 'for information: GET /items/ against one LRANGE 0 -1 of a plain list')
+  await compare(service, ceiling, TARGETS[1]!)
 } catch (error) {
   problems.push(`benchmark aborted: ${error instanceof Error ? error.message : String(error)}`)
 } finally {
@@ -86,15 +98,17 @@ if (problems.length > 0) {
 }
 
 /** One target on both servers, in alternating slices, and the report. */
-async function compare(service: Server, ceiling: Server, target: Target): Promise<void> {
+async function compare(service: Server, ceiling: Server, target: Target, title = `${target.method} ${target.path}`): Promise<void> {
+  const request = { method: target.method, path: target.path, headers: target.headers, body: target.body }
   const figures = await compareInSlices(
     { url: service.url, pid: service.process.child.pid },
-    { url: ceiling.url, pid: ceiling.process.child.pid },
-    { requests: [target], connections: CONNECTIONS, pipelining: PIPELINING, sliceSeconds: SLICE_SECONDS, rounds: ROUNDS },
+    { url: ceiling.url, pid: ceiling.process.child.pid, requests: [{ ...request, path: target.ceilingPath ?? target.path }] },
+    { requests: [request], connections: CONNECTIONS, pipelining: PIPELINING, sliceSeconds: SLICE_SECONDS, rounds: ROUNDS },
     (problem) => problems.push(problem),
   )
-  reportComparison(`${target.method} ${target.path}`, figures, TARGET)
+  reportComparison(title, figures, TARGET)
 }
+
 
 /** Runs `entry` on a free port of 127.0.0.1 against the bench's Redis, its stdout (the access log) to /dev/null; resolves once GET /items/ answers. */
 async function startServer(entry: string, env: Record<string, string>): Promise<Server> {
@@ -109,8 +123,8 @@ async function startServer(entry: string, env: Record<string, string>): Promise<
 }
 
 /** The answer to `request`: status, body and the headers that are the same for every request. */
-async function answer(server: Server, { method, path, headers = {}, body }: Target) {
-  const response = await fetch(`${server.url}${path}`, { method, headers, ...(body === undefined ? {} : { body }) })
+async function answer(server: Server, { method, path, headers = {}, body }: Target, at = path) {
+  const response = await fetch(`${server.url}${at}`, { method, headers, ...(body === undefined ? {} : { body }) })
   const kept = [...response.headers].filter(([name]) => !PER_REQUEST.has(name)).sort()
   return { status: response.status, headers: Object.fromEntries(kept), body: await response.text() }
 }
