@@ -23,7 +23,7 @@ async function until(condition: () => boolean, what: string): Promise<void> {
 const WRITE_INTERVAL_MS = 2
 
 t.test('Redis down: item routes answer 503 within 1 s, /ready 503; back up: served again without a restart', async (t) => {
-  const { app, redis, storedItems, untilReady } = await buildService(t)
+  const { app, redis, storedItems, untilReady } = await buildService(t, { durable: true })
   await app.inject({ method: 'POST', url: '/items/', payload: { name: 'before' } })
   await redis.stop()
 
@@ -48,7 +48,7 @@ t.test('Redis down: item routes answer 503 within 1 s, /ready 503; back up: serv
 })
 
 t.test('every name that got a 201 across a Redis crash and restart is in Redis', async (t) => {
-  const { app, redis, storedItems } = await buildService(t)
+  const { app, redis, storedItems } = await buildService(t, { durable: true })
   const acknowledged: string[] = []
   const statuses = new Set<number>()
   let slowest = 0
@@ -80,7 +80,7 @@ t.test('every name that got a 201 across a Redis crash and restart is in Redis',
 })
 
 t.test('clients that retry their 503s with an Idempotency-Key store every name exactly once across a Redis crash', async (t) => {
-  const { app, redis, storedItems } = await buildService(t)
+  const { app, redis, storedItems } = await buildService(t, { durable: true })
   const statuses = new Set<number>()
   let replays = 0
 

@@ -30,6 +30,13 @@ export interface BuildOptions {
   env?: Record<string, string>
   /** A Redis of the test's (another app's, or one not started yet); else a new one for this app. */
   redis?: PrivateRedis
+  /**
+   * Whether the private Redis fsyncs every write, as production's does: for tests of what survives
+   * a crash. Otherwise not: a durable Redis goes at its disk's pace, and on a machine whose other
+   * jobs share the disk, a burst of appends waits behind fsyncs past the Redis deadline
+   * (docs/testing.md, *A busy machine*).
+   */
+  durable?: boolean
   /** Whether to wait for the app to reach Redis before returning; true unless Redis is not started. */
   ready?: boolean
 }
@@ -37,12 +44,12 @@ export interface BuildOptions {
 /**
  * The service as production builds it, through `buildApp` and nothing else: its configuration
  * read by `loadConfig` from environment variables (so every default is the schema's), a private
- * redis-server for this app (or `options.redis`), and the service's own logger at trace level,
- * recorded. The list is emptied before each test; the app, the inspector and the Redis this
+ * redis-server without persistence for this app (or `options.redis`), and the service's own
+ * logger at trace level, recorded. The list is emptied before each test; the app, the inspector and the Redis this
  * helper started are closed at the end.
  */
 export async function buildService(t: Test, options: BuildOptions = {}): Promise<ServiceUnderTest> {
-  const redis = options.redis ?? (await startPrivateRedis())
+  const redis = options.redis ?? (await startPrivateRedis({ durable: options.durable ?? false }))
   const config = loadConfig(ItemsListConfig, { REDIS_HOST: '127.0.0.1', REDIS_PORT: String(redis.port), ...options.env })
   const logs = captureLogs()
   const app = await buildApp(config, { logger: createLogger('trace', logs.destination) })
