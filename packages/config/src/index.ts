@@ -96,7 +96,7 @@ function listOf(names: readonly string[]): string {
 }
 
 /**
- * The standard OpenTelemetry variables a service passes to its tracing (docs/design.md, *Tracing*), checked
+ * The standard OpenTelemetry variables a service passes to its tracing (docs/monitoring.md, *Tracing*), checked
  * here so that a mistyped one stops the start instead of leaving tracing silently off; the
  * OpenTelemetry SDK reads them itself. Tracing starts only when an OTLP endpoint or an exporter
  * is set; every one is optional.
