@@ -6,7 +6,7 @@ export const DOCUMENTED_SERVICES = ['forge-aggregator', 'items-list'] as const
 
 /** What the check reads of a configuration schema: a TypeBox `Type.Object`'s properties. */
 export interface VariableSchemas {
-  properties: Record<string, { default?: unknown; description?: string }>
+  properties: Record<string, { default?: string | number | boolean; description?: string }>
 }
 
 /** One row of a table of variables: its name, and its default and description cells as written. */
