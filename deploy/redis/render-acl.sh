@@ -3,7 +3,7 @@
 # ITEMS_LIST_REDIS_PASSWORD and FORGE_AGGREGATOR_REDIS_PASSWORD filled in: only their hashes
 # reach the file. Refuses to print anything when either password is unset or empty.
 # docker-compose.yml runs it in each Redis container at start; for Kubernetes, run it once to make
-# the Secret (docs/operations.md, "Kubernetes"). POSIX sh and coreutils only: the official redis image has both.
+# the Secret (docs/kubernetes.md, "Apply"). POSIX sh and coreutils only: the official redis image has both.
 set -eu
 template=${1:-$(dirname "$0")/users.acl.template}
 : "${ITEMS_LIST_REDIS_PASSWORD:?is not set: the items-list user needs a password}"

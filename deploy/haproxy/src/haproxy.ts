@@ -60,7 +60,7 @@ export interface LocalTopology {
    * replica (kube-proxy), still taking replicas out when their /ready fails.
    */
   mode: 'http' | 'tcp'
-  /** false: no retry and no redispatch, so that every failure reaches the client (docs/design.md, "Draining on shutdown"). */
+  /** false: no retry and no redispatch, so that every failure reaches the client (docs/testing.md, "The rolling restart"). */
   retries: boolean
   /** A Unix socket for HAProxy's runtime API (`haproxyCommand`), as an orchestrator's controller would use. */
   adminSocket?: string

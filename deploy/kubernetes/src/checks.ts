@@ -308,7 +308,7 @@ export function serviceProblems(objects: readonly KubernetesObject[], services: 
     if (scrape['prometheus.io/scrape'] !== 'true' || scrape['prometheus.io/path'] !== '/metrics') problem('is not scraped on /metrics')
     if (Number(scrape['prometheus.io/port']) !== port) problem('is scraped on a port it does not listen on')
 
-    // The service drains by itself on SIGTERM (docs/design.md, "Draining on shutdown"): a preStop pause would only hold the
+    // The service drains by itself on SIGTERM (docs/shutdown.md, "On Kubernetes, without a preStop hook"): a preStop pause would only hold the
     // pod longer, answering /ready 200 while its endpoint is being removed.
     if (container.lifecycle?.preStop) problem('has a preStop hook: the service drains by itself on SIGTERM (SHUTDOWN_DELAY_SECONDS)')
     const delay = settings?.SHUTDOWN_DELAY_SECONDS as number | undefined
@@ -347,7 +347,7 @@ export function secretProblems(objects: readonly KubernetesObject[]): string[] {
   return problems
 }
 
-/** The redis-server flags each role needs (docs/operations.md, "Redis"); `--maxmemory` is needed by both. */
+/** The redis-server flags each role needs (docs/redis.md, "Two Redis servers"); `--maxmemory` is needed by both. */
 const ROLE_FLAGS: Readonly<Record<RedisRole, Readonly<Record<string, string>>>> = {
   cache: { save: '', appendonly: 'no', 'maxmemory-policy': 'allkeys-lru' },
   durable: { appendonly: 'yes', appendfsync: 'always', 'maxmemory-policy': 'noeviction' },
@@ -363,7 +363,7 @@ function flagsOf(args: readonly string[]): Map<string, string> {
 }
 
 /**
- * The data tier (docs/operations.md, "Redis"): each service's Redis (its REDIS_URL's or REDIS_HOST's Service) is a
+ * The data tier (docs/redis.md, "Two Redis servers"): each service's Redis (its REDIS_URL's or REDIS_HOST's Service) is a
  * workload of the base configured for what the service keeps there, the cache and the durable data
  * are on different workloads, every Redis loads its ACL users from a Secret, and each service logs
  * in as a user of its own with a password from a Secret.

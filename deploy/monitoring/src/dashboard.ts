@@ -64,7 +64,7 @@ export const DATASOURCE_UID = '${datasource}'
  * What keeps the dashboard from importing into any Grafana: no `datasource` variable of type
  * datasource for Prometheus; a panel, query or query variable whose datasource is not that
  * variable (a uid of one Grafana); a query variable that is not `label_values(metric, label)`;
- * a panel without a description (what it shows is said on the panel, not only in docs/operations.md,
+ * a panel without a description (what it shows is said on the panel, not only in docs/monitoring.md,
  * "The dashboard").
  */
 export function dashboardProblems(dashboard: Dashboard): string[] {

@@ -5,7 +5,7 @@ import { DASHBOARD_PATH } from '../src/files.ts'
 
 const dashboard = JSON.parse(await readFile(DASHBOARD_PATH, 'utf8')) as Dashboard
 
-t.test('the dashboard has the rows docs/operations.md, "The dashboard" lists, each with panels', async (t) => {
+t.test('the dashboard has the rows docs/monitoring.md, "The dashboard" lists, each with panels', async (t) => {
   const rows = dashboard.panels.filter((panel) => panel.type === 'row').map((row) => row.title)
   t.same(rows, [
     'Requests, latency and errors per route',

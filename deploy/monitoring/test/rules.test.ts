@@ -36,5 +36,5 @@ t.test('every alert of alerts.yml has a unit test in which it fires', async (t) 
     'HttpSlowRoute',
     'ItemsListNearCap',
     'ItemsStoreDown',
-  ], 'the alerts docs/operations.md, "Alerts" lists, the shared cache’s store and the list’s cap')
+  ], 'the alerts docs/monitoring.md, "Alerts" lists, the shared cache’s store and the list’s cap')
 })

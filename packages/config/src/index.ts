@@ -44,23 +44,28 @@ export function serverSettings(defaults: { port: number }) {
   return {
     HOST: Type.String({ default: '0.0.0.0', minLength: 1, description: 'listen address' }),
     PORT: Type.Integer({ default: defaults.port, minimum: 0, maximum: 65535, description: 'listen port' }),
-    LOG_LEVEL: OneOf(LOG_LEVELS, { default: 'info', description: 'pino log level' }),
-    CORS_ORIGINS: Type.Optional(CommaSeparated({ description: 'allowed origins, comma-separated, or *' })),
+    LOG_LEVEL: OneOf(LOG_LEVELS, {
+      default: 'info',
+      description: 'fatal, error, warn, info, debug (forge-aggregator: adds one line per upstream call), trace or silent',
+    }),
+    CORS_ORIGINS: Type.Optional(CommaSeparated({ description: 'comma-separated allowed origins, or *' })),
     TRUST_PROXY: Type.Optional(
       Type.String({
         pattern: TRUST_PROXY_PATTERN,
-        description: 'which proxies to believe about the client address: true, a hop count, or addresses/CIDRs; unset: none',
+        description:
+          'whose X-Forwarded-For to believe about the client address: false, true (every hop), a number of hops, or comma-separated addresses/CIDRs (or loopback, linklocal, uniquelocal)',
       }),
     ),
     RATE_LIMIT_PER_MINUTE: Type.Integer({
       default: 0,
       minimum: 0,
-      description: 'requests one client address may make per minute; 0: no limit',
+      description:
+        "requests per minute per client address, counted in the service's Redis when it has one (shared by the replicas), else per process; 0: off",
     }),
     SHUTDOWN_DELAY_SECONDS: Type.Integer({
       default: 5,
       minimum: 0,
-      description: 'seconds a stopping process goes on serving, /ready answering 503, before it stops accepting',
+      description: 'on SIGTERM, how long the process goes on serving, /ready answering 503, before it stops accepting; 0 stops at once',
     }),
   } satisfies TProperties
 }
@@ -72,10 +77,14 @@ export function serverSettings(defaults: { port: number }) {
  */
 export function redisAuthSettings() {
   return {
-    REDIS_USERNAME: Type.Optional(Type.String({ minLength: 1, description: "Redis ACL user (the service's own); unset: Redis's default user" })),
-    REDIS_PASSWORD: Type.Optional(Type.String({ description: 'Redis password (of REDIS_USERNAME); never logged' })),
+    REDIS_USERNAME: Type.Optional(Type.String({ minLength: 1, description: 'the Redis ACL user it logs in as (its own service name in compose and Kubernetes); a user written in REDIS_URL wins' })),
+    REDIS_PASSWORD: Type.Optional(Type.String({ description: "that user's password; never logged. A password written in REDIS_URL wins" })),
     REDIS_CA_FILE: Type.Optional(
-      Type.String({ minLength: 1, description: "PEM file of the CA that signed Redis's certificate (a private CA), read at start-up; needs a rediss:// REDIS_URL" }),
+      Type.String({
+        minLength: 1,
+        description:
+          "PEM file of the CA that signed Redis's certificate (a private CA), read at start-up; only with a rediss:// REDIS_URL (TLS needs the URL form). Unreadable, or without TLS: the service refuses to start",
+      }),
     ),
   } satisfies TProperties
 }
@@ -87,7 +96,7 @@ function listOf(names: readonly string[]): string {
 }
 
 /**
- * The standard OpenTelemetry variables a service passes to its tracing (docs/design.md, *Tracing*), checked
+ * The standard OpenTelemetry variables a service passes to its tracing (docs/monitoring.md, *Tracing*), checked
  * here so that a mistyped one stops the start instead of leaving tracing silently off; the
  * OpenTelemetry SDK reads them itself. Tracing starts only when an OTLP endpoint or an exporter
  * is set; every one is optional.
@@ -96,28 +105,29 @@ export function tracingSettings() {
   const url = '^https?://[^\\s]+$'
   return {
     OTEL_EXPORTER_OTLP_ENDPOINT: Type.Optional(
-      Type.String({ pattern: url, description: 'OTLP collector base URL (traces go to /v1/traces); setting it turns tracing on' }),
+      Type.String({ pattern: url, description: "the collector's base URL (http://host:4318; traces go to /v1/traces); setting it turns tracing on" }),
     ),
-    OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: Type.Optional(Type.String({ pattern: url, description: 'full OTLP traces URL, instead of the base URL' })),
-    OTEL_EXPORTER_OTLP_PROTOCOL: Type.Optional(OneOf(['http/protobuf', 'http/json', 'grpc'] as const, { description: 'OTLP encoding; unset: http/protobuf' })),
+    OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: Type.Optional(Type.String({ pattern: url, description: 'the full traces URL, instead of the base URL' })),
+    OTEL_EXPORTER_OTLP_PROTOCOL: Type.Optional(OneOf(['http/protobuf', 'http/json', 'grpc'] as const, { description: 'http/protobuf, http/json or grpc; unset: http/protobuf' })),
     OTEL_EXPORTER_OTLP_HEADERS: Type.Optional(
-      Type.String({ description: 'headers sent to the collector, key=value,… (may hold a credential: take it from a secret)' }),
+      Type.String({ description: 'headers for the collector, key=value,… (an API key: keep it in a secret)' }),
     ),
     OTEL_TRACES_EXPORTER: Type.Optional(
-      Type.String({ pattern: listOf(['otlp', 'console', 'zipkin', 'none']), description: 'where spans go: otlp, console, zipkin or none; setting it turns tracing on (none: off)' }),
+      Type.String({ pattern: listOf(['otlp', 'console', 'zipkin', 'none']), description: 'otlp, console, zipkin or none; setting it turns tracing on (none: off); unset: otlp when tracing is on' }),
     ),
-    OTEL_SERVICE_NAME: Type.Optional(Type.String({ minLength: 1, description: "the traces' service.name; unset: the service's own name" })),
+    OTEL_SERVICE_NAME: Type.Optional(Type.String({ minLength: 1, description: "service.name of its spans; unset: the service's name, forge-aggregator or items-list" })),
     OTEL_RESOURCE_ATTRIBUTES: Type.Optional(Type.String({ description: 'more attributes of every span, key=value,… (deployment.environment.name=prod)' })),
     OTEL_TRACES_SAMPLER: Type.Optional(
       OneOf(['always_on', 'always_off', 'traceidratio', 'parentbased_always_on', 'parentbased_always_off', 'parentbased_traceidratio'] as const, {
-        description: "which requests are traced; unset: parentbased_always_on (all, unless the caller's traceparent says not sampled)",
+        description:
+          "which requests are traced: always_on, always_off, traceidratio, or parentbased_ one of them (follow the caller's sampled flag); unset: parentbased_always_on",
       }),
     ),
-    OTEL_TRACES_SAMPLER_ARG: Type.Optional(Type.Number({ minimum: 0, maximum: 1, description: 'the ratio of the *traceidratio samplers, 0 to 1' })),
+    OTEL_TRACES_SAMPLER_ARG: Type.Optional(Type.Number({ minimum: 0, maximum: 1, description: 'the ratio of the traceidratio samplers, 0 to 1' })),
     OTEL_PROPAGATORS: Type.Optional(
-      Type.String({ pattern: listOf(['tracecontext', 'baggage', 'b3', 'b3multi', 'none']), description: 'trace headers read and sent; unset: tracecontext,baggage' }),
+      Type.String({ pattern: listOf(['tracecontext', 'baggage', 'b3', 'b3multi', 'none']), description: 'the trace headers read and sent: tracecontext, baggage, b3, b3multi, none; unset: tracecontext,baggage' }),
     ),
-    OTEL_SDK_DISABLED: Type.Optional(OneOf(['true', 'false'] as const, { description: 'true turns tracing off whatever else is set' })),
+    OTEL_SDK_DISABLED: Type.Optional(OneOf(['true', 'false'] as const, { description: 'true: tracing off whatever else is set; unset: false' })),
   } satisfies TProperties
 }
 
@@ -133,10 +143,11 @@ export function sentinelSettings() {
     REDIS_SENTINELS: Type.Optional(
       Type.String({
         pattern: `^ *${HOST_PORT} *(?:, *${HOST_PORT} *)*$`,
-        description: 'comma-separated host:port of Redis Sentinels, instead of REDIS_URL: the service follows the primary they name across failovers',
+        description:
+          "instead of REDIS_URL (setting both stops the start) and, for items-list, REDIS_HOST and REDIS_PORT: comma-separated host:port of Redis Sentinels ([::1]:26379 for IPv6); the service's Redis is the primary they name, followed across failovers. A malformed entry stops the start",
       }),
     ),
-    REDIS_SENTINEL_NAME: Type.String({ default: 'mymaster', pattern: '^[^\\s]+$', description: 'the name the sentinels monitor the primary under' }),
+    REDIS_SENTINEL_NAME: Type.String({ default: 'mymaster', pattern: '^[^\\s]+$', description: 'the name the sentinels monitor that primary under' }),
   } satisfies TProperties
 }
 

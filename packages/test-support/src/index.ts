@@ -18,3 +18,4 @@ export { compareInSlices, reportComparison, type BenchServer, type SideFigures, 
 export { exchangeRaw, type RawAnswer } from './raw-http.ts'
 export { captureLogs, type CapturedLogs, type LogLine } from './logs.ts'
 export { startOtlpReceiver, startOtlpSink, type OtlpReceiver, type OtlpSpan } from './otlp-receiver.ts'
+export { configurationDocProblems, documentedVariables, readConfigurationDoc, DOCUMENTED_SERVICES, type DocumentedVariable, type VariableSchemas } from './configuration-doc.ts'

@@ -11,41 +11,55 @@ export const ForgeAggregatorConfig = Type.Object({
   FORGE_API_URL: Type.String({
     default: 'https://api.github.com',
     pattern: '^https?://[^\\s]+$',
-    description: 'upstream REST base URL (also a GitHub Enterprise /api/v3 URL)',
+    description: 'upstream REST base URL; a GitHub Enterprise https://host/api/v3 works too',
   }),
   FORGE_DEFAULT_USER: Type.String({
     default: 'octocat',
     pattern: LOGIN_PATTERN,
-    description: 'user for users, owner for repos, when none is given',
+    description: 'the user of users without user_name, and the owner for repos',
   }),
-  FORGE_TOKEN: Type.Optional(Type.String({ description: 'upstream access token; never logged or echoed' })),
-  FORGE_APP_ID: Type.Optional(
-    Type.String({ pattern: '^(?:[0-9]+|Iv[0-9A-Za-z.]+)$', description: "GitHub App: the App's id (or client id), the JWT's issuer; excludes FORGE_TOKEN" }),
+  FORGE_TOKEN: Type.Optional(
+    Type.String({
+      description:
+        'upstream token, sent as Authorization: Bearer …: 5,000 calls/hour and private repositories; never logged or echoed. Excludes the FORGE_APP_* variables',
+    }),
   ),
-  FORGE_APP_INSTALLATION_ID: Type.Optional(Type.String({ pattern: '^[0-9]+$', description: 'GitHub App: the installation whose token the service calls with' })),
-  FORGE_APP_PRIVATE_KEY: Type.Optional(Type.String({ description: "GitHub App: the App's RSA private key (PEM); never logged" })),
-  FORGE_APP_PRIVATE_KEY_FILE: Type.Optional(Type.String({ description: "GitHub App: path of the App's RSA private key (PEM), read at start-up" })),
-  FORGE_TIMEOUT_MS: Type.Integer({ default: 10_000, minimum: 100, maximum: 120_000, description: 'deadline of one upstream call' }),
-  FORGE_CACHE_TTL_SECONDS: Type.Integer({ default: 60, minimum: 0, maximum: 86_400, description: 'freshness of cached results; 0 never answers from the cache fresh' }),
-  FORGE_CACHE_MAX_MB: Type.Integer({ default: 64, minimum: 1, maximum: 4_096, description: 'memory the caches may hold' }),
-  FORGE_FOLLOWERS_LIMIT: Type.Integer({ default: 30, minimum: 1, maximum: 100, description: 'followers returned' }),
-  FORGE_MAX_REPO_PAGES: Type.Integer({ default: 10, minimum: 1, maximum: 100, description: 'pages of 100 repositories read for statistics' }),
+  FORGE_APP_ID: Type.Optional(
+    Type.String({
+      pattern: '^(?:[0-9]+|Iv[0-9A-Za-z.]+)$',
+      description: "GitHub App: the App's id (or its client id, Iv…), the issuer of its JWT. With the installation id and a key, the service calls as the App's installation",
+    }),
+  ),
+  FORGE_APP_INSTALLATION_ID: Type.Optional(Type.String({ pattern: '^[0-9]+$', description: 'GitHub App: the installation whose token every call carries' })),
+  FORGE_APP_PRIVATE_KEY: Type.Optional(Type.String({ description: "GitHub App: the App's RSA private key (PEM; one line with \\n works too). Never logged" })),
+  FORGE_APP_PRIVATE_KEY_FILE: Type.Optional(Type.String({ description: 'GitHub App: path of that key, read at start-up (instead of FORGE_APP_PRIVATE_KEY)' })),
+  FORGE_TIMEOUT_MS: Type.Integer({ default: 10_000, minimum: 100, maximum: 120_000, description: 'deadline of one upstream call, retries included (100–120000)' }),
+  FORGE_CACHE_TTL_SECONDS: Type.Integer({
+    default: 60,
+    minimum: 0,
+    maximum: 86_400,
+    description: 'freshness of cached answers; 0 never answers from the cache fresh (answers are still kept for stale-if-error) (0–86400)',
+  }),
+  FORGE_CACHE_MAX_MB: Type.Integer({ default: 64, minimum: 1, maximum: 4_096, description: 'memory the caches may hold (1–4096); a replica peaks at about 225 MB + 1.6 × this' }),
+  FORGE_FOLLOWERS_LIMIT: Type.Integer({ default: 30, minimum: 1, maximum: 100, description: 'followers returned (1–100; still one upstream call)' }),
+  FORGE_MAX_REPO_PAGES: Type.Integer({ default: 10, minimum: 1, maximum: 100, description: 'pages of 100 repositories read for statistics (1–100)' }),
   FORGE_STALE_SECONDS: Type.Integer({
     default: 86_400,
     minimum: 0,
     maximum: 30 * 86_400,
-    description: 'how long past its TTL an answer may still be sent when the upstream fails or the budget is spent; 0 never',
+    description: 'how long past its TTL an answer may still be sent when the upstream fails or the budget is spent; 0 never (0–2592000, 30 days)',
   }),
   FORGE_BUDGET_RESERVE: Type.Number({
     default: 0.1,
     minimum: 0,
     maximum: 1,
-    description: 'share of the core rate limit kept for users never seen: below it, known users are answered stale until the reset',
+    description: 'share of the core rate limit kept for users never seen: below it, known users are answered stale until the reset (0–1)',
   }),
   REDIS_URL: Type.Optional(
     Type.String({
       pattern: '^rediss?://[^\\s]+$',
-      description: 'redis:// or rediss:// URL; set, replicas share answers, held bodies, the budget and production locks',
+      description:
+        'redis:// or rediss:// URL. Unset: everything stays in the process (one replica). Set: answers, held upstream bodies and ETags, the rate-limit budget and the production locks are shared by every replica through it',
     }),
   ),
   ...redisAuthSettings(),

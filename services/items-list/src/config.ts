@@ -8,7 +8,7 @@ export const ItemsListConfig = Type.Object({
   REDIS_URL: Type.Optional(
     Type.String({
       pattern: '^rediss?://',
-      description: 'redis:// or rediss:// URL; when set, it overrides REDIS_HOST, REDIS_PORT and REDIS_DB',
+      description: 'redis:// or rediss:// URL (redis://user:password@host:port/db); when set it overrides REDIS_HOST, REDIS_PORT and REDIS_DB; logged without its password',
     }),
   ),
   REDIS_HOST: Type.String({ default: 'localhost', minLength: 1, description: 'Redis host' }),
@@ -29,12 +29,12 @@ export const ItemsListConfig = Type.Object({
   IDEMPOTENCY_TTL_SECONDS: Type.Integer({
     default: 86_400,
     minimum: 1,
-    description: 'how long an Idempotency-Key is remembered after its append',
+    description: 'how long an Idempotency-Key is remembered after its append (at least 1)',
   }),
   ITEMS_MIN_REPLICAS_ACK: Type.Integer({
     default: 0,
     minimum: 0,
-    description: 'replicas that must confirm an append (Redis WAIT) before its 201; 0: the primary alone',
+    description: 'replicas that must hold an append before it is answered 201 (Redis WAIT); 0: the primary alone',
   }),
 })
 

@@ -23,7 +23,7 @@ t.test('defaults: port 8080 on all interfaces, Redis at localhost:6379 db 0, key
   })
 })
 
-t.test('every variable of the README table is read', async (t) => {
+t.test('every variable of docs/configuration.md is read', async (t) => {
   const config = loadConfig(ItemsListConfig, {
     HOST: '127.0.0.1',
     PORT: '9000',

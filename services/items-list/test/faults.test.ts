@@ -171,7 +171,7 @@ t.test('the service starts while Redis is down and serves once Redis comes up', 
 t.test('a Redis full under noeviction refuses writes (OOM): appends answer 503, nothing is dropped, reads still answer', async (t) => {
   const { app, inspector, storedItems } = await buildService(t)
   t.equal((await app.inject({ method: 'POST', url: '/items', payload: { name: 'kept' } })).statusCode, 201)
-  // What the durable Redis does once full (docs/operations.md, *Redis*): refuse every write rather than evict a key.
+  // What the durable Redis does once full (docs/redis.md, *Why apart*): refuse every write rather than evict a key.
   await inspector.configSet({ maxmemory: '1', 'maxmemory-policy': 'noeviction' })
   t.teardown(() => inspector.configSet({ maxmemory: '0' }))
   for (const headers of [{}, { 'idempotency-key': 'full-1' }]) {

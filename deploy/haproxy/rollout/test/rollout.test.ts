@@ -1,5 +1,5 @@
 /**
- * The bar of docs/design.md, "Draining on shutdown": a rolling restart of every replica under keep-alive load gives clients
+ * The bar of docs/shutdown.md, "Measured: no request fails": a rolling restart of every replica under keep-alive load gives clients
  * that never retry zero errors, behind HAProxy checking /ready every 0.5 s (the compose
  * configuration, without its retries) in HTTP mode, behind the same balancer taking each replica
  * out 2 s before its SIGTERM (a Kubernetes endpoint with a preStop pause), and in TCP mode (each

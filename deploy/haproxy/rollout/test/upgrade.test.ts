@@ -1,5 +1,5 @@
 /**
- * The bar of docs/operations.md, "Upgrading from the one-list layout": items-list rolled out from
+ * The bar of docs/list.md, "Upgrading from the one-list layout": items-list rolled out from
  * the last version that kept the list as one Redis list (EARLIER, run from the repository's
  * history) to this one, replica by replica behind HAProxy (compose's configuration, no retries),
  * on a durable Redis, with appends, deletes and reads flowing. Nothing is lost: every name

@@ -6,8 +6,8 @@ declare module 'fastify' {
     /** True from `startDraining()`, or from the start of `close()`, on. */
     readonly draining: boolean
     /**
-     * Tells balancers to go elsewhere while the app still serves (docs/design.md, *Draining on
-     * shutdown*): from now on the readiness route answers 503 and every answer ends its
+     * Tells balancers to go elsewhere while the app still serves (docs/shutdown.md, *The
+     * rule*): from now on the readiness route answers 503 and every answer ends its
      * connection. `runService` calls it on SIGTERM, `SHUTDOWN_DELAY_SECONDS` before it closes the
      * app.
      */

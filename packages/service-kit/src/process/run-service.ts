@@ -9,7 +9,7 @@ import { startTracing } from '../tracing/tracing.ts'
 
 /**
  * Counted from the end of the drain's delay. With no delay, it stays inside the 10 s Docker waits
- * between SIGTERM and SIGKILL by default; with one, the grace period must cover both (docs/operations.md, *Shutdown*).
+ * between SIGTERM and SIGKILL by default; with one, the grace period must cover both (docs/shutdown.md, *Grace periods and the delay*).
  */
 const SHUTDOWN_DEADLINE_MS = 8_000
 
@@ -41,7 +41,7 @@ export interface ServiceDefinition<Schema extends TObject> {
 /**
  * Runs a service as its `server.ts` entry point: validates the configuration (an invalid one
  * exits 1 with one line per bad variable), logs JSON lines to stdout, builds the app, listens,
- * and on SIGTERM or SIGINT drains (docs/design.md, *Draining on shutdown*): `/ready` answers 503
+ * and on SIGTERM or SIGINT drains (docs/shutdown.md, *The rule*): `/ready` answers 503
  * at once and every answer closes its connection for `SHUTDOWN_DELAY_SECONDS`, so that balancers
  * take the replica out while it still serves; then it closes the app (no new connections, in-flight requests finish,
  * then its plugins close what they opened) and exits 0, or 1 past the delay plus 8 s. An uncaught

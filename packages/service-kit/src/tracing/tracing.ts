@@ -2,7 +2,7 @@ import type { FastifyPluginCallback } from 'fastify'
 import type { SpanExporter } from '@opentelemetry/sdk-trace'
 
 /**
- * OpenTelemetry tracing, started only when the standard variables ask for it (docs/design.md,
+ * OpenTelemetry tracing, started only when the standard variables ask for it (docs/monitoring.md,
  * *Tracing*). This module loads nothing of OpenTelemetry: the SDK and its instrumentations are
  * imported by `startTracing` when tracing is on, so a service that does not trace pays nothing
  * for it.

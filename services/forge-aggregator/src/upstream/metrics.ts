@@ -1,7 +1,7 @@
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client'
 import type { BudgetState, RateLimitResource } from './budget.ts'
 
-/** What the upstream client reports (docs/operations.md, "Monitoring"): its calls, their cost, and the budget they leave. */
+/** What the upstream client reports (docs/monitoring.md, "Metrics"): its calls, their cost, and the budget they leave. */
 export interface UpstreamMetrics {
   /** One call answered `status` (an HTTP code, or `error` when no answer came) after `seconds`. */
   observeCall: (resource: RateLimitResource, status: number | 'error', seconds: number) => void
