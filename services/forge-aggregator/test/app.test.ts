@@ -4,8 +4,8 @@ import { MockAgent } from 'undici'
 import { loadConfig } from '@repo/config'
 import { eventually } from '@repo/test-support'
 import { ForgeAggregatorConfig } from '../src/config.ts'
-import { answers } from '../src/cache/plugin.ts'
-import { upstream } from '../src/upstream/plugin.ts'
+import { responseCache } from '../src/cache/response-cache-plugin.ts'
+import { forge } from '../src/forge/plugin.ts'
 import { buildAggregator } from './helpers/build.ts'
 import { startLocalUpstream } from './helpers/local-upstream.ts'
 import { API, RESOURCE_HEADERS, fixtures } from './helpers/upstream.ts'
@@ -61,12 +61,12 @@ t.test('the app logs that it calls its upstream anonymously when given no creden
   t.match(logs().find((line) => line.msg === 'forge upstream'), { upstream: API, authenticated: false })
 })
 
-t.test('the upstream and the answers refuse to start before the shared store, whose Redis their budget and cache share', async (t) => {
+t.test('the forge and the response cache refuse to start before the shared store, whose Redis their budget and cache share', async (t) => {
   const config = loadConfig(ForgeAggregatorConfig, { FORGE_API_URL: API })
   const now = () => Date.now()
   for (const [name, register] of [
-    ['upstream', (app: FastifyInstance) => app.register(upstream, { config, credentials: { kind: 'anonymous' }, revalidationMaxBytes: 1024, now })],
-    ['answers', (app: FastifyInstance) => app.register(answers, { config, answerBytes: 1024, now })],
+    ['forge', (app: FastifyInstance) => app.register(forge, { config, credentials: { kind: 'anonymous' }, revalidationMaxBytes: 1024, now })],
+    ['response cache', (app: FastifyInstance) => app.register(responseCache, { config, answerBytes: 1024, now })],
   ] as const) {
     const app = Fastify()
     t.teardown(() => app.close())

@@ -32,7 +32,7 @@ t.test('a fresh answer held in memory is sent at once: sendAnswer returns a prom
     const sending = reply.sendAnswer({
       endpoint: 'users',
       key: 'users/mona',
-      produce: (call) => app.upstream.service.userOverview('mona', call),
+      produce: (call) => app.forge.service.userOverview('mona', call),
       errorAnswer: (error) => error,
     })
     returned.push(sending)

@@ -20,13 +20,13 @@ const TOKEN = 'ghp_clienttesttoken000000000000000000000000'
 const BODY = TypeCompiler.Compile(Type.Union([Type.Object({}), Type.Array(Type.Unknown())]))
 
 /**
- * The client as the app builds it and holds it (`app.upstream.client`): its budget, interceptors
- * and held bodies wired by the upstream plugin from the configuration, upstream at nock's API
+ * The client as the app builds it and holds it (`app.forge.client`): its budget, interceptors
+ * and held bodies wired by the forge plugin from the configuration, upstream at nock's API
  * unless `env` says otherwise, no budget reserve, on `clock` (one of its own unless given).
  */
 async function openClient(t: Test, env: TestEnv = {}, clock: TestClock = testClock()) {
   const { app } = await buildAggregator(t, { env: { FORGE_BUDGET_RESERVE: 0, FORGE_TIMEOUT_MS: 2_000, ...env }, clock })
-  return app.upstream.client
+  return app.forge.client
 }
 
 t.test('upstreamPath percent-encodes every interpolated value as one segment', async (t) => {

@@ -5,7 +5,7 @@ import type { ProductionLock } from '../shared-cache/lock.ts'
 import type { SharedStore } from '../shared-cache/store.ts'
 import { storedEntries, type CachedAnswer } from '../shared-cache/stored.ts'
 import { BudgetSpent, UpstreamError, UpstreamNotFound } from '../upstream/errors.ts'
-import type { Produced } from '../upstream/service.ts'
+import type { Produced } from '../forge/service.ts'
 
 export type { CachedAnswer } from '../shared-cache/stored.ts'
 

@@ -2,7 +2,7 @@ import fp from 'fastify-plugin'
 import type { FastifyReply } from 'fastify'
 import type { ForgeAggregatorConfig } from '../config.ts'
 import type { UpstreamCall } from '../upstream/client.ts'
-import type { Produced } from '../upstream/service.ts'
+import type { Produced } from '../forge/service.ts'
 import { cacheStatus, matchesEtag } from './headers.ts'
 import { createCacheResultCounter } from './metrics.ts'
 import { ResponseCache, type Endpoint, type ServedAnswer } from './response-cache.ts'
@@ -31,7 +31,7 @@ declare module 'fastify' {
   }
 }
 
-export interface AnswersPluginOptions {
+export interface ResponseCachePluginOptions {
   config: Pick<ForgeAggregatorConfig, 'FORGE_CACHE_TTL_SECONDS' | 'FORGE_STALE_SECONDS'>
   /** Bytes of answers kept in this process (`cacheMemory`). */
   answerBytes: number
@@ -39,11 +39,11 @@ export interface AnswersPluginOptions {
 }
 
 /**
- * The answers of both endpoints: the response cache (answers shared through `app.sharedCache`
- * when there is one, `forge_cache_results_total`) and the one path a cached answer takes from
- * route to reply, `reply.sendAnswer`.
+ * The response cache of both endpoints (answers shared through `app.sharedCache` when there is
+ * one, `forge_cache_results_total`) and the one path a cached answer takes from route to reply,
+ * `reply.sendAnswer`.
  */
-export const answers = fp<AnswersPluginOptions>(
+export const responseCache = fp<ResponseCachePluginOptions>(
   async (app, { config, answerBytes, now }) => {
     const cache = new ResponseCache({
       ttlSeconds: config.FORGE_CACHE_TTL_SECONDS,
@@ -96,5 +96,5 @@ export const answers = fp<AnswersPluginOptions>(
       return reply.type('application/json; charset=utf-8').send(answer.body)
     }
   },
-  { name: 'answers', fastify: '5.x', dependencies: ['shared-cache'] },
+  { name: 'response-cache', fastify: '5.x', dependencies: ['shared-cache'] },
 )

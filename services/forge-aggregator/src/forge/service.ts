@@ -1,8 +1,8 @@
+import { upstreamPath, type ForgeClient, type UpstreamCall } from '../upstream/client.ts'
+import { UpstreamNotFound, UpstreamRateLimited } from '../upstream/errors.ts'
 import { buildUserOverview, countedRepos, MAX_PER_PAGE, pagesFor, toRepository, toRepositoryCounts } from './aggregate.ts'
 import type { RepositoryCounts, RepositoryList, UserOverview } from './answers.ts'
 import { upstreamBodies, type UpstreamRepo, type UpstreamRepos } from './bodies.ts'
-import { upstreamPath, type ForgeClient, type UpstreamCall } from './client.ts'
-import { UpstreamNotFound, UpstreamRateLimited } from './errors.ts'
 
 export interface ForgeServiceOptions {
   client: ForgeClient
