@@ -205,10 +205,14 @@ t.test('a production the budget refused answers a known key stale (budget) and a
   t.match(error, { name: 'BudgetSpent', retryAfterSeconds: 30 })
 })
 
-t.test('a production is told whether it revalidates an answer that could still be sent stale', async (t) => {
+t.test("a production is given its request's logger, and told whether it revalidates an answer that could still be sent stale", async (t) => {
   const { get, advance } = cacheOn({ ttlSeconds: 60 })
   const told: boolean[] = []
-  const produce: Produce = async (revalidates) => (told.push(revalidates), { body: 'x', partial: [], isPrivate: false })
+  const produce: Produce = async (context) => {
+    t.equal(context.log, log, "the request's own logger")
+    told.push(context.revalidates)
+    return { body: 'x', partial: [], isPrivate: false }
+  }
   await get('k', produce)
   advance(60_001)
   await get('k', produce)

@@ -48,14 +48,14 @@ export const repoRoutes: FastifyPluginAsyncTypebox<ForgeRouteOptions> = async (a
         return reply.sendAnswer({
           endpoint: 'repos',
           key: `repos/${owner}`,
-          produce: (call) => app.forge.service.repositoryList(defaultUser, call),
+          produce: (context) => app.forge.service.repositoryList(defaultUser, context),
           errorAnswer: REPOSITORY_LIST,
         })
       }
       return reply.sendAnswer({
         endpoint: 'repos',
         key: `repo/${owner}/${repo.toLowerCase()}`,
-        produce: (call) => app.forge.service.repositoryCounts(defaultUser, repo, call),
+        produce: (context) => app.forge.service.repositoryCounts(defaultUser, repo, context),
         errorAnswer: ONE_REPOSITORY,
       })
     },

@@ -43,7 +43,7 @@ export const userRoutes: FastifyPluginAsyncTypebox<ForgeRouteOptions> = async (a
         endpoint: 'users',
         // Logins are case-insensitive upstream: one answer per user, however it is spelled.
         key: `users/${login.toLowerCase()}`,
-        produce: (call) => app.forge.service.userOverview(login, call),
+        produce: (context) => app.forge.service.userOverview(login, context),
         errorAnswer: ERROR_ANSWER,
       })
     },
