@@ -1,6 +1,6 @@
 import t from 'tap'
-import { buildAggregator, type LogLine } from './helpers/build.ts'
-import { recordUnexpectedCalls } from './helpers/upstream.ts'
+import { buildAggregator, type LogLine } from '../helpers/build.ts'
+import { recordUnexpectedCalls } from '../helpers/upstream.ts'
 
 t.test('/health and /ready answer 200 and never call the upstream', async (t) => {
   const { app } = await buildAggregator(t)

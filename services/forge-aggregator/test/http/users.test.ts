@@ -1,6 +1,6 @@
 import t from 'tap'
 import nock from 'nock'
-import { buildAggregator } from './helpers/build.ts'
+import { buildAggregator } from '../helpers/build.ts'
 import {
   API,
   PINNED_HEADERS,
@@ -12,7 +12,7 @@ import {
   mockSearch,
   mockUser,
   recordUnexpectedCalls,
-} from './helpers/upstream.ts'
+} from '../helpers/upstream.ts'
 
 t.afterEach(() => {
   nock.cleanAll()

@@ -1,7 +1,7 @@
 import t from 'tap'
 import { MockAgent } from 'undici'
-import { budgetInterceptor, RateLimitBudget, resourceOfPath } from '../src/upstream/budget.ts'
-import type { SharedStore } from '../src/shared-cache/store.ts'
+import { budgetInterceptor, RateLimitBudget, resourceOfPath } from '../../src/upstream/budget.ts'
+import type { SharedStore } from '../../src/shared-cache/store.ts'
 
 /** Whether a revalidation would be refused though the resource is not spent: below the reserve. */
 function isBelowReserve(budget: RateLimitBudget): boolean {

@@ -4,11 +4,11 @@ import { eventually } from '@repo/test-support'
 import { pino } from 'pino'
 import { Type } from '@sinclair/typebox'
 import { TypeCompiler } from '@sinclair/typebox/compiler'
-import { upstreamPath } from '../src/upstream/client.ts'
-import { UpstreamFailure, UpstreamNotFound, UpstreamRateLimited } from '../src/upstream/errors.ts'
-import { buildAggregator, testClock, type TestClock, type TestEnv } from './helpers/build.ts'
-import { startLocalUpstream } from './helpers/local-upstream.ts'
-import { API, PINNED_HEADERS, RESOURCE_HEADERS, recordUnexpectedCalls } from './helpers/upstream.ts'
+import { upstreamPath } from '../../src/upstream/client.ts'
+import { UpstreamFailure, UpstreamNotFound, UpstreamRateLimited } from '../../src/upstream/errors.ts'
+import { buildAggregator, testClock, type TestClock, type TestEnv } from '../helpers/build.ts'
+import { startLocalUpstream } from '../helpers/local-upstream.ts'
+import { API, PINNED_HEADERS, RESOURCE_HEADERS, recordUnexpectedCalls } from '../helpers/upstream.ts'
 
 t.afterEach(() => {
   nock.cleanAll()
@@ -219,8 +219,8 @@ t.test('bodies without an ETag (searches) are not held', async (t) => {
 
 /**
  * What FORGE_CACHE_MAX_MB=1 leaves the held bodies, in characters of their text and ETag: three
- * quarters, answers having the other (caching.test.ts). Written out, not asked of `cacheMemory`,
- * whose share is what this checks.
+ * quarters, answers having the other (cache/response-cache-plugin.test.ts). Written out, not asked
+ * of `cacheMemory`, whose share is what this checks.
  */
 const HELD_BOUND = 768 * 1024
 

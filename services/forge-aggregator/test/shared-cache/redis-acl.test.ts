@@ -2,8 +2,8 @@ import t from 'tap'
 import nock from 'nock'
 import { createClient } from 'redis'
 import { eventually, startRedisWithServiceUsers, TEST_REDIS_ADMIN, TEST_REDIS_USERS } from '@repo/test-support'
-import { buildAggregator, testClock } from './helpers/build.ts'
-import { API, makeFollowers, makeRepos, makeUser, recordUnexpectedCalls, RESOURCE_HEADERS, searchResult, SEARCH_HEADERS } from './helpers/upstream.ts'
+import { buildAggregator, testClock } from '../helpers/build.ts'
+import { API, makeFollowers, makeRepos, makeUser, recordUnexpectedCalls, RESOURCE_HEADERS, searchResult, SEARCH_HEADERS } from '../helpers/upstream.ts'
 
 // Redis as compose and the Kubernetes base run it: the users of deploy/redis/users.acl.template.
 const redis = await startRedisWithServiceUsers({ durable: false })

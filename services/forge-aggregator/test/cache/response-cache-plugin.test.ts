@@ -1,8 +1,8 @@
 import t from 'tap'
 import nock from 'nock'
-import { buildAggregator } from './helpers/build.ts'
-import { UserAnswer } from '../src/http/users.ts'
-import { API, RESOURCE_HEADERS, SEARCH_HEADERS, makeFollowers, makeRepos, makeUser, mockUser, recordUnexpectedCalls, searchResult } from './helpers/upstream.ts'
+import { buildAggregator } from '../helpers/build.ts'
+import { UserAnswer } from '../../src/http/users.ts'
+import { API, RESOURCE_HEADERS, SEARCH_HEADERS, makeFollowers, makeRepos, makeUser, mockUser, recordUnexpectedCalls, searchResult } from '../helpers/upstream.ts'
 
 t.afterEach(() => {
   nock.cleanAll()
@@ -180,7 +180,7 @@ t.test('a partial answer is not cached: the next request asks every call again',
 })
 
 t.test('answers hold a quarter of FORGE_CACHE_MAX_MB: with 1, an answer of exactly 256 KiB is kept, one a byte larger is not', async (t) => {
-  // Held upstream bodies have the other three quarters (forge-client.test.ts): together, the setting.
+  // Held upstream bodies have the other three quarters (upstream/client.test.ts): together, the setting.
   const { app } = await buildAggregator(t, { env: { FORGE_CACHE_MAX_MB: 1 } })
   const quarter = 256 * 1024
   const ask = (login: string) => app.inject({ method: 'GET', url: `/api/forge/users?user_name=${login}` })

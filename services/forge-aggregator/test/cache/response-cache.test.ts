@@ -1,10 +1,10 @@
 import t, { type Test } from 'tap'
 import { setImmediate as nextTurn } from 'node:timers/promises'
 import { pino } from 'pino'
-import { ResponseCache, type Produce } from '../src/cache/response-cache.ts'
-import type { ProductionLock } from '../src/shared-cache/lock.ts'
-import type { SharedStore } from '../src/shared-cache/store.ts'
-import { BudgetSpent, UpstreamFailure, UpstreamNotFound, UpstreamRateLimited } from '../src/upstream/errors.ts'
+import { ResponseCache, type Produce } from '../../src/cache/response-cache.ts'
+import type { ProductionLock } from '../../src/shared-cache/lock.ts'
+import type { SharedStore } from '../../src/shared-cache/store.ts'
+import { BudgetSpent, UpstreamFailure, UpstreamNotFound, UpstreamRateLimited } from '../../src/upstream/errors.ts'
 
 const log = pino({ level: 'silent' })
 const REQUEST = { endpoint: 'users', log } as const
