@@ -49,16 +49,16 @@ t.test('closing the app closes the keep-alive connections its own upstream clien
 
 t.test('the app logs where its upstream is and whether it is authorized, never the token', async (t) => {
   const TOKEN = 'ghp_apptesttoken0000000000000000000000000'
-  const { logs, logLines } = await buildAggregator(t, { env: { FORGE_TOKEN: TOKEN, FORGE_BUDGET_RESERVE: 0.25 } })
-  const line = logs().find((line) => line.msg === 'forge upstream')
+  const { logs } = await buildAggregator(t, { env: { FORGE_TOKEN: TOKEN, FORGE_BUDGET_RESERVE: 0.25 } })
+  const line = logs.lines.find((line) => line.msg === 'forge upstream')
   t.match(line, { upstream: API, authenticated: true, budgetReserve: 0.25 })
   t.notOk(line && 'githubApp' in line, 'a token is no GitHub App')
-  t.notMatch(logLines.join('\n'), TOKEN)
+  t.notMatch(logs.text(), TOKEN)
 })
 
 t.test('the app logs that it calls its upstream anonymously when given no credentials', async (t) => {
   const { logs } = await buildAggregator(t)
-  t.match(logs().find((line) => line.msg === 'forge upstream'), { upstream: API, authenticated: false })
+  t.match(logs.lines.find((line) => line.msg === 'forge upstream'), { upstream: API, authenticated: false })
 })
 
 t.test('the forge and the response cache refuse to start before the shared store, whose Redis their budget and cache share', async (t) => {

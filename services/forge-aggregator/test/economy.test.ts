@@ -216,7 +216,7 @@ t.test('every upstream line of a request carries the caller’s request id', asy
     app.inject({ method: 'GET', url: usersUrl('mona'), headers: { 'x-request-id': 'caller-mona-1' } }),
     app.inject({ method: 'GET', url: usersUrl('hubot'), headers: { 'x-request-id': 'caller-hubot-2' } }),
   ])
-  const upstreamLines = logs().filter((line) => line.msg === 'upstream call')
+  const upstreamLines = logs.lines.filter((line) => line.msg === 'upstream call')
   // Searches name the user as `author%3A<login>`: every path of a user's calls holds the login.
   const reqIdOf = (login: string) => upstreamLines.filter((line) => (line.upstream as { path: string }).path.includes(login)).map((line) => line.reqId)
   t.same(reqIdOf('mona'), Array(5).fill('caller-mona-1'))

@@ -33,7 +33,7 @@ t.test('with REDIS_SENTINELS, the shared cache is the primary the sentinels know
       REDIS_PASSWORD: forgeAggregator.password,
     },
   })
-  t.match(logs().find((line) => line.msg === 'connecting to Redis'), { sentinels: group.sentinelList.split(','), name: NAME, username: forgeAggregator.username })
+  t.match(logs.lines.find((line) => line.msg === 'connecting to Redis'), { sentinels: group.sentinelList.split(','), name: NAME, username: forgeAggregator.username })
   const res = await app.inject({ url: '/api/forge/repos?repo_name=hello-world' })
   t.equal(res.statusCode, 200)
   t.equal(res.body, JSON.stringify(REPOSITORY_COUNTS))
