@@ -3,7 +3,7 @@ import type { FastifyInstance } from 'fastify'
 import type { Dispatcher } from 'undici'
 import { loadConfig } from '@repo/config'
 import { createLogger } from '@repo/service-kit'
-import { captureLogs, type CapturedLogs } from '@repo/test-support'
+import { captureLogs, eventually, type CapturedLogs } from '@repo/test-support'
 import { buildApp } from '../../src/app.ts'
 import { ForgeAggregatorConfig } from '../../src/config.ts'
 import { API } from './upstream.ts'
@@ -69,6 +69,20 @@ export async function buildAggregator(t: Test, options: BuildOptions = {}): Prom
     now: clock.now,
     metric: async (name, labels = {}) => metricValue((await app.inject({ url: '/metrics' })).body, name, labels),
   }
+}
+
+/**
+ * Resolves once `count` requests have come in (their `incoming request` lines). From there to the
+ * response cache nothing waits on I/O, so an upstream reply held until then finds them all waiting
+ * on one production.
+ */
+export async function untilRequestsIn(logs: CapturedLogs, count: number): Promise<void> {
+  if (!(await eventually(async () => logs.lines.filter((line) => line.msg === 'incoming request').length >= count))) throw new Error(`fewer than ${count} requests came in`)
+}
+
+/** Resolves with the line of the first upstream call answered `statusCode`, once the client has read that answer. */
+export function untilUpstreamAnswered(logs: CapturedLogs, statusCode: number): Promise<unknown> {
+  return logs.waitFor((line) => line.msg === 'upstream call' && (line.upstream as { statusCode?: number } | undefined)?.statusCode === statusCode)
 }
 
 /** The value of the series `name{labels…}` in a Prometheus text page (labels not named may be anything). */

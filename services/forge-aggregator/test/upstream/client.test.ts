@@ -154,8 +154,18 @@ t.test('a connection reset is retried', async (t) => {
 
 t.test('concurrent identical GETs share one upstream call', async (t) => {
   const client = await openClient(t)
-  const scope = nock(API).get('/users/mona').once().delay(30).reply(200, { login: 'mona' })
-  const bodies = await Promise.all(Array.from({ length: 10 }, () => client.get('/users/mona', BODY)))
+  // The one call is answered once it has reached the upstream: all ten were made before it could be.
+  const { promise: reached, resolve: reachedUpstream } = Promise.withResolvers<void>()
+  const scope = nock(API)
+    .get('/users/mona')
+    .once()
+    .reply(async () => {
+      reachedUpstream()
+      return [200, { login: 'mona' }]
+    })
+  const gets = Array.from({ length: 10 }, () => client.get('/users/mona', BODY))
+  await reached
+  const bodies = await Promise.all(gets)
   t.same(new Set(bodies.map((body) => JSON.stringify(body))), new Set([JSON.stringify({ login: 'mona' })]))
   scope.done()
 })
