@@ -3,6 +3,7 @@ import type { ServerResponse } from 'node:http'
 import nock from 'nock'
 import { Agent } from 'undici'
 import { eventually } from '@repo/test-support'
+import type { TestAggregator } from '../helpers/build.ts'
 import { pingsAnswered, sharedRedis, untilLocked, untilWaitingOnAnotherReplica } from '../helpers/shared-redis.ts'
 import { startLocalUpstream } from '../helpers/local-upstream.ts'
 import { answerRepository } from '../helpers/repository-upstream.ts'
@@ -14,6 +15,19 @@ const { inspector, replicas, reachedRedis, namespaceOf } = await sharedRedis(t)
 
 const usersUrl = (login: string) => `/api/forge/users?user_name=${login}`
 const HELLO = '/api/forge/repos?repo_name=hello'
+
+/**
+ * `replica` producing the repository `hello`, its upstream call held until `openUpstream()`:
+ * resolves once its production lock is in Redis, with the lock's key.
+ */
+async function producingHello(replica: TestAggregator) {
+  const { promise: opened, resolve: openUpstream } = Promise.withResolvers<void>()
+  nock(API).get('/repos/octocat/hello').reply(heldReply(opened, 200, fixtures.repository, RESOURCE_HEADERS))
+  const answer = replica.app.inject({ method: 'GET', url: HELLO })
+  await untilLocked(inspector, 'repo/octocat/hello')
+  const [lock] = await inspector.keys('*lock:repo/octocat/hello')
+  return { answer, lock: lock!, openUpstream }
+}
 
 t.test('200 concurrent requests for one cold user over 3 replicas cost the five calls of one', async (t) => {
   const apps = await replicas(t, 3)
@@ -47,13 +61,8 @@ t.test('a replica whose production lock is held by a dead replica produces the a
 
 t.test('the production lock is set with an expiry: a replica that dies holding it stops nobody for long', async (t) => {
   const [one] = await replicas(t, 1, { env: { FORGE_TIMEOUT_MS: 5_000 } })
-  // The production is held until the test has read the lock's expiry.
-  const { promise: lockRead, resolve: openUpstream } = Promise.withResolvers<void>()
-  nock(API).get('/repos/octocat/hello').reply(heldReply(lockRead, 200, fixtures.repository, RESOURCE_HEADERS))
-  const answer = one!.app.inject({ method: 'GET', url: HELLO })
-  await untilLocked(inspector, 'repo/octocat/hello')
-  const [lock] = await inspector.keys('*lock:repo/octocat/hello')
-  const pttl = await inspector.pTTL(lock!)
+  const { answer, lock, openUpstream } = await producingHello(one!)
+  const pttl = await inspector.pTTL(lock)
   openUpstream()
   t.ok(pttl > 0 && pttl <= 10_000, `PTTL ${pttl} ms: set, and no longer than twice FORGE_TIMEOUT_MS`)
   t.equal((await answer).statusCode, 200)
@@ -61,18 +70,13 @@ t.test('the production lock is set with an expiry: a replica that dies holding i
 
 t.test('a lock is released only by the replica holding it: a lock another replica took since stays', async (t) => {
   const [one] = await replicas(t, 1, { env: { FORGE_TIMEOUT_MS: 5_000 } })
-  // The production is held until another replica has taken the lock over.
-  const { promise: takenOver, resolve: openUpstream } = Promise.withResolvers<void>()
-  nock(API).get('/repos/octocat/hello').reply(heldReply(takenOver, 200, fixtures.repository, RESOURCE_HEADERS))
-  const answer = one!.app.inject({ method: 'GET', url: HELLO })
-  await untilLocked(inspector, 'repo/octocat/hello')
-  const [lock] = await inspector.keys('*lock:repo/octocat/hello')
+  const { answer, lock, openUpstream } = await producingHello(one!)
   // What happens when the lock expired mid-production and another replica took it.
-  await inspector.set(lock!, 'another-replica', { expiration: { type: 'PX', value: 60_000 } })
+  await inspector.set(lock, 'another-replica', { expiration: { type: 'PX', value: 60_000 } })
   openUpstream()
   t.equal((await answer).statusCode, 200)
   await reachedRedis('repo/octocat/hello')
-  t.equal(await inspector.get(lock!), 'another-replica', 'the other replica’s lock is left alone')
+  t.equal(await inspector.get(lock), 'another-replica', 'the other replica’s lock is left alone')
 })
 
 t.test('the replica holding a lock releases it when its production ends', async (t) => {
