@@ -4,7 +4,7 @@ import nock from 'nock'
 import { Agent } from 'undici'
 import { eventually } from '@repo/test-support'
 import type { TestAggregator } from '../helpers/build.ts'
-import { pingsAnswered, sharedRedis, untilLocked, untilWaitingOnAnotherReplica } from '../helpers/shared-redis.ts'
+import { isLocked, pingsAnswered, sharedRedis, untilWaitingOnAnotherReplica } from '../helpers/shared-redis.ts'
 import { startLocalUpstream } from '../helpers/local-upstream.ts'
 import { answerRepository } from '../helpers/repository-upstream.ts'
 import { API, RESOURCE_HEADERS, fixtures, heldReply, mockHeldUser, recordUnexpectedCalls } from '../helpers/upstream.ts'
@@ -18,15 +18,15 @@ const HELLO = '/api/forge/repos?repo_name=hello'
 
 /**
  * `replica` producing the repository `hello`, its upstream call held until `openUpstream()`:
- * resolves once its production lock is in Redis, with the lock's key.
+ * resolves once its production lock is in Redis (`taken`), with the lock's key.
  */
 async function producingHello(replica: TestAggregator) {
   const { promise: opened, resolve: openUpstream } = Promise.withResolvers<void>()
   nock(API).get('/repos/octocat/hello').reply(heldReply(opened, 200, fixtures.repository, RESOURCE_HEADERS))
   const answer = replica.app.inject({ method: 'GET', url: HELLO })
-  await untilLocked(inspector, 'repo/octocat/hello')
+  const taken = await isLocked(inspector, 'repo/octocat/hello')
   const [lock] = await inspector.keys('*lock:repo/octocat/hello')
-  return { answer, lock: lock!, openUpstream }
+  return { answer, taken, lock: lock!, openUpstream }
 }
 
 t.test('200 concurrent requests for one cold user over 3 replicas cost the five calls of one', async (t) => {
@@ -61,7 +61,8 @@ t.test('a replica whose production lock is held by a dead replica produces the a
 
 t.test('the production lock is set with an expiry: a replica that dies holding it stops nobody for long', async (t) => {
   const [one] = await replicas(t, 1, { env: { FORGE_TIMEOUT_MS: 5_000 } })
-  const { answer, lock, openUpstream } = await producingHello(one!)
+  const { answer, taken, lock, openUpstream } = await producingHello(one!)
+  t.ok(taken, 'the lock is taken')
   const pttl = await inspector.pTTL(lock)
   openUpstream()
   t.ok(pttl > 0 && pttl <= 10_000, `PTTL ${pttl} ms: set, and no longer than twice FORGE_TIMEOUT_MS`)
@@ -70,7 +71,8 @@ t.test('the production lock is set with an expiry: a replica that dies holding i
 
 t.test('a lock is released only by the replica holding it: a lock another replica took since stays', async (t) => {
   const [one] = await replicas(t, 1, { env: { FORGE_TIMEOUT_MS: 5_000 } })
-  const { answer, lock, openUpstream } = await producingHello(one!)
+  const { answer, taken, lock, openUpstream } = await producingHello(one!)
+  t.ok(taken)
   // What happens when the lock expired mid-production and another replica took it.
   await inspector.set(lock, 'another-replica', { expiration: { type: 'PX', value: 60_000 } })
   openUpstream()
@@ -93,7 +95,7 @@ t.test('a released lock is announced: a request waiting on another replica is an
   const { promise: secondWaits, resolve: openUpstream } = Promise.withResolvers<void>()
   nock(API).get('/repos/octocat/hello').reply(heldReply(secondWaits, 200, fixtures.repository, RESOURCE_HEADERS))
   const produced = one!.app.inject({ method: 'GET', url: HELLO }).then((res) => ({ res, at: Date.now() }))
-  await untilLocked(inspector, 'repo/octocat/hello')
+  t.ok(await isLocked(inspector, 'repo/octocat/hello'), 'one holds the lock')
   const pings = await pingsAnswered(inspector)
   const waited = two!.app.inject({ method: 'GET', url: HELLO }).then((res) => ({ res, at: Date.now() }))
   await untilWaitingOnAnotherReplica(inspector, pings)
