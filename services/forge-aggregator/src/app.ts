@@ -4,9 +4,9 @@ import { createServer, serviceKit } from '@repo/service-kit'
 import type { ForgeAggregatorConfig } from './config.ts'
 import { sharedCache } from './shared-cache/plugin.ts'
 import { callerOf, credentialsFrom } from './upstream/credentials.ts'
-import { upstream } from './upstream/plugin.ts'
+import { forge } from './forge/plugin.ts'
 import { cacheMemory } from './cache/memory.ts'
-import { answers } from './cache/plugin.ts'
+import { responseCache } from './cache/response-cache-plugin.ts'
 import { healthRoutes } from './http/health.ts'
 import { repoRoutes } from './http/repos.ts'
 import { userRoutes } from './http/users.ts'
@@ -25,8 +25,8 @@ const errorBody = (error: string) => ({ error })
 /**
  * The whole forge-aggregator from its configuration, in the order a request meets it: the shared
  * Redis (when `REDIS_URL`), service-kit's plugins (errors, request ids, headers, CORS, rate limit
- * counting in that Redis, OpenAPI, metrics), the upstream (budget, client, service), the answers
- * (cache and `reply.sendAnswer`), then the routes. Every dependency is opened by its plugin and
+ * counting in that Redis, OpenAPI, metrics), the forge (budget, client, service), the response
+ * cache (`reply.sendAnswer`), then the routes. Every dependency is opened by its plugin and
  * closed with the app. Never listens: `server.ts` does. Throws `ConfigError` when the upstream
  * credentials do not hold together (docs/design.md, "GitHub App"), before anything is opened.
  */
@@ -52,8 +52,8 @@ export async function buildApp(config: Readonly<ForgeAggregatorConfig>, options:
     // With a shared Redis the replicas count each client together; in the process otherwise.
     rateLimit: { perMinute: config.RATE_LIMIT_PER_MINUTE, redis: app.sharedCache?.connection.client },
   })
-  await app.register(upstream, { config, credentials, revalidationMaxBytes: memory.revalidationMaxBytes, now, dispatcher: options.dispatcher })
-  await app.register(answers, { config, answerBytes: memory.answerBytes, now })
+  await app.register(forge, { config, credentials, revalidationMaxBytes: memory.revalidationMaxBytes, now, dispatcher: options.dispatcher })
+  await app.register(responseCache, { config, answerBytes: memory.answerBytes, now })
 
   await app.register(healthRoutes)
   await app.register(userRoutes, { defaultUser: config.FORGE_DEFAULT_USER })

@@ -4,8 +4,8 @@ import { MockAgent } from 'undici'
 import { loadConfig } from '@repo/config'
 import { eventually } from '@repo/test-support'
 import { ForgeAggregatorConfig } from '../src/config.ts'
-import { answers } from '../src/cache/plugin.ts'
-import { upstream } from '../src/upstream/plugin.ts'
+import { responseCache } from '../src/cache/response-cache-plugin.ts'
+import { forge } from '../src/forge/plugin.ts'
 import { buildAggregator } from './helpers/build.ts'
 import { startLocalUpstream } from './helpers/local-upstream.ts'
 import { API, RESOURCE_HEADERS, fixtures } from './helpers/upstream.ts'
@@ -49,24 +49,24 @@ t.test('closing the app closes the keep-alive connections its own upstream clien
 
 t.test('the app logs where its upstream is and whether it is authorized, never the token', async (t) => {
   const TOKEN = 'ghp_apptesttoken0000000000000000000000000'
-  const { logs, logLines } = await buildAggregator(t, { env: { FORGE_TOKEN: TOKEN, FORGE_BUDGET_RESERVE: 0.25 } })
-  const line = logs().find((line) => line.msg === 'forge upstream')
+  const { logs } = await buildAggregator(t, { env: { FORGE_TOKEN: TOKEN, FORGE_BUDGET_RESERVE: 0.25 } })
+  const line = logs.lines.find((line) => line.msg === 'forge upstream')
   t.match(line, { upstream: API, authenticated: true, budgetReserve: 0.25 })
   t.notOk(line && 'githubApp' in line, 'a token is no GitHub App')
-  t.notMatch(logLines.join('\n'), TOKEN)
+  t.notMatch(logs.text(), TOKEN)
 })
 
 t.test('the app logs that it calls its upstream anonymously when given no credentials', async (t) => {
   const { logs } = await buildAggregator(t)
-  t.match(logs().find((line) => line.msg === 'forge upstream'), { upstream: API, authenticated: false })
+  t.match(logs.lines.find((line) => line.msg === 'forge upstream'), { upstream: API, authenticated: false })
 })
 
-t.test('the upstream and the answers refuse to start before the shared store, whose Redis their budget and cache share', async (t) => {
+t.test('the forge and the response cache refuse to start before the shared store, whose Redis their budget and cache share', async (t) => {
   const config = loadConfig(ForgeAggregatorConfig, { FORGE_API_URL: API })
   const now = () => Date.now()
   for (const [name, register] of [
-    ['upstream', (app: FastifyInstance) => app.register(upstream, { config, credentials: { kind: 'anonymous' }, revalidationMaxBytes: 1024, now })],
-    ['answers', (app: FastifyInstance) => app.register(answers, { config, answerBytes: 1024, now })],
+    ['forge', (app: FastifyInstance) => app.register(forge, { config, credentials: { kind: 'anonymous' }, revalidationMaxBytes: 1024, now })],
+    ['response cache', (app: FastifyInstance) => app.register(responseCache, { config, answerBytes: 1024, now })],
   ] as const) {
     const app = Fastify()
     t.teardown(() => app.close())

@@ -28,7 +28,7 @@ t.test('a 17 KB header is answered 431 in the aggregator shape, with a request i
   t.equal(answer.headers['x-frame-options'], 'SAMEORIGIN')
   t.match(answer.headers['content-security-policy'], "default-src 'self'")
   t.equal(answer.headers.connection, 'close')
-  const logged = logs().filter((line) => line.msg === 'client error')
+  const logged = logs.lines.filter((line) => line.msg === 'client error')
   t.equal(logged.length, 1, 'one log line')
   t.match(logged[0], { level: 30, reqId: answer.headers['x-request-id'], statusCode: 431, reason: 'HPE_HEADER_OVERFLOW' })
 })

@@ -1,7 +1,7 @@
 import t from 'tap'
 import nock from 'nock'
-import { buildAggregator } from './helpers/build.ts'
-import { API, RESOURCE_HEADERS, SEARCH_HEADERS, fixtures, mockSearch, mockUser, recordUnexpectedCalls } from './helpers/upstream.ts'
+import { buildAggregator, untilRequestsIn } from './helpers/build.ts'
+import { API, RESOURCE_HEADERS, SEARCH_HEADERS, fixtures, heldReply, mockSearch, mockUser, recordUnexpectedCalls } from './helpers/upstream.ts'
 
 t.afterEach(() => {
   nock.cleanAll()
@@ -30,8 +30,8 @@ t.test('Cache-Status says how each answer was obtained (RFC 9211)', async (t) =>
 })
 
 t.test('a request that waited on another one’s production says collapsed', async (t) => {
-  const { app } = await buildAggregator(t)
-  nock(API).get('/repos/octocat/hello').delay(30).reply(200, fixtures.repository, RESOURCE_HEADERS)
+  const { app, logs } = await buildAggregator(t)
+  nock(API).get('/repos/octocat/hello').reply(heldReply(untilRequestsIn(logs, 3), 200, fixtures.repository, RESOURCE_HEADERS))
   const answers = await Promise.all([1, 2, 3].map(() => app.inject({ method: 'GET', url: '/api/forge/repos?repo_name=hello' })))
   t.same(answers.map((res) => res.headers['cache-status']).sort(), [
     'forge-aggregator; fwd=miss; collapsed',
@@ -216,7 +216,7 @@ t.test('every upstream line of a request carries the caller’s request id', asy
     app.inject({ method: 'GET', url: usersUrl('mona'), headers: { 'x-request-id': 'caller-mona-1' } }),
     app.inject({ method: 'GET', url: usersUrl('hubot'), headers: { 'x-request-id': 'caller-hubot-2' } }),
   ])
-  const upstreamLines = logs().filter((line) => line.msg === 'upstream call')
+  const upstreamLines = logs.lines.filter((line) => line.msg === 'upstream call')
   // Searches name the user as `author%3A<login>`: every path of a user's calls holds the login.
   const reqIdOf = (login: string) => upstreamLines.filter((line) => (line.upstream as { path: string }).path.includes(login)).map((line) => line.reqId)
   t.same(reqIdOf('mona'), Array(5).fill('caller-mona-1'))

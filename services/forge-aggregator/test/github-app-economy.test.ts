@@ -3,6 +3,7 @@ import { createClient } from 'redis'
 import { eventually, startPrivateRedis } from '@repo/test-support'
 import { buildAggregator, testClock, type TestAggregator, type TestEnv } from './helpers/build.ts'
 import { startAppUpstream, type AppUpstream } from './helpers/app-upstream.ts'
+import { pingsAnswered, untilWaitingOnAnotherReplica } from './helpers/shared-redis.ts'
 
 // The upstream economy of docs/design.md ("Sharing across replicas", "Rate-limit budget") as a
 // GitHub App (docs/design.md, "GitHub App"): each replica mints its own installation token, and yet the
@@ -44,7 +45,8 @@ async function reachedRedis(login: string): Promise<void> {
 
 t.test('200 concurrent requests for one cold user over 3 App replicas make the five calls of one', async (t) => {
   const { upstream, replicas } = await appReplicas(t)
-  upstream.delayMs = 100
+  // The installation's calls are answered once another replica is seen waiting on the production.
+  upstream.holdAnswers((request) => !request.path.startsWith('/app/'), untilWaitingOnAnotherReplica(inspector, await pingsAnswered(inspector)))
   const answers = await Promise.all(Array.from({ length: 200 }, (_, index) => replicas[index % REPLICAS]!.app.inject({ url: usersUrl('mona') })))
   t.same(new Set(answers.map((res) => res.statusCode)), new Set([200]))
   t.equal(new Set(answers.map((res) => res.body)).size, 1, 'every caller got the same answer')

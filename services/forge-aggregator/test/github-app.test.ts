@@ -26,12 +26,12 @@ function secretsOf(upstream: AppUpstream): string[] {
 const bearers = (upstream: AppUpstream) => upstream.requests.filter((request) => !request.path.startsWith('/app/')).map((request) => request.authorization)
 
 t.test('the start-up line names the App and its installation, never its private key', async (t) => {
-  const { upstream, logs, logLines } = await appAggregator(t)
-  t.match(logs().find((line) => line.msg === 'forge upstream'), {
+  const { upstream, logs } = await appAggregator(t)
+  t.match(logs.lines.find((line) => line.msg === 'forge upstream'), {
     authenticated: true,
     githubApp: { id: upstream.env.FORGE_APP_ID, installation: upstream.env.FORGE_APP_INSTALLATION_ID },
   })
-  t.notMatch(logLines.join('\n'), 'PRIVATE KEY')
+  t.notMatch(logs.text(), 'PRIVATE KEY')
 })
 
 t.test('the first request mints one installation token and every call carries it; requests within its life mint none', async (t) => {
@@ -87,13 +87,13 @@ t.test('50 concurrent requests when the token is due make one renewal', async (t
 })
 
 t.test('a revoked token: the service renews once and the request succeeds', async (t) => {
-  const { app, upstream, logLines } = await appAggregator(t, { FORGE_CACHE_TTL_SECONDS: 0 })
+  const { app, upstream, logs } = await appAggregator(t, { FORGE_CACHE_TTL_SECONDS: 0 })
   await app.inject({ url: usersUrl('mona') })
   upstream.revoke(upstream.minted[0]!)
   const res = await app.inject({ url: usersUrl('mona') })
   t.equal(res.statusCode, 200)
   t.equal(upstream.minted.length, 2, 'the five refused calls shared one renewal')
-  t.match(logLines.join('\n'), 'installation token refused; renewing it once')
+  t.match(logs.text(), 'installation token refused; renewing it once')
 })
 
 t.test('a 401 for a token already renewed keeps the renewed one: one renewal, every call succeeds', async (t) => {
@@ -116,7 +116,7 @@ t.test('a 401 for a token already renewed keeps the renewed one: one renewal, ev
 
 t.test('a second 401 is 500 Failed to fetch forge data, and says no secret though the upstream quoted the token', async (t) => {
   // No stale answer to fall back on: the failure itself is the answer.
-  const { app, upstream, logLines } = await appAggregator(t, { FORGE_CACHE_TTL_SECONDS: 0, FORGE_STALE_SECONDS: 0 })
+  const { app, upstream, logs } = await appAggregator(t, { FORGE_CACHE_TTL_SECONDS: 0, FORGE_STALE_SECONDS: 0 })
   await app.inject({ url: usersUrl('mona') })
   upstream.refuseTokens = true
   const res = await app.inject({ url: usersUrl('mona') })
@@ -125,12 +125,12 @@ t.test('a second 401 is 500 Failed to fetch forge data, and says no secret thoug
   t.equal(upstream.minted.length, 2, 'renewed once, not in a loop')
   for (const secret of secretsOf(upstream)) {
     t.notMatch(res.body, secret)
-    t.notMatch(logLines.join(''), secret)
+    t.notMatch(logs.text(), secret)
   }
 })
 
 t.test('a failure answered for a call made with the token before a renewal names neither token nor the JWT', async (t) => {
-  const { app, upstream, logLines, advanceClock } = await appAggregator(t, { FORGE_CACHE_TTL_SECONDS: 0, FORGE_STALE_SECONDS: 0 })
+  const { app, upstream, logs, advanceClock } = await appAggregator(t, { FORGE_CACHE_TTL_SECONDS: 0, FORGE_STALE_SECONDS: 0 })
   t.equal((await app.inject({ url: usersUrl('mona') })).statusCode, 200)
   const release = Promise.withResolvers<void>()
   upstream.holdAnswers((request) => request.path.includes('lisa'), release.promise)
@@ -151,12 +151,12 @@ t.test('a failure answered for a call made with the token before a renewal names
   t.equal(upstream.minted.length, 2)
   for (const secret of secretsOf(upstream)) {
     t.notMatch(res.body, secret)
-    t.notMatch(logLines.join(''), secret)
+    t.notMatch(logs.text(), secret)
   }
 })
 
 t.test('after a 401 has renewed the token, a late failure that quotes the refused token names neither token nor the JWT', async (t) => {
-  const { app, upstream, logLines } = await appAggregator(t, { FORGE_CACHE_TTL_SECONDS: 0, FORGE_STALE_SECONDS: 0 })
+  const { app, upstream, logs } = await appAggregator(t, { FORGE_CACHE_TTL_SECONDS: 0, FORGE_STALE_SECONDS: 0 })
   t.equal((await app.inject({ url: usersUrl('mona') })).statusCode, 200)
   const [refused] = upstream.minted
   // lisa's five calls reach the upstream with the first token, and their answers are held.
@@ -169,7 +169,7 @@ t.test('after a 401 has renewed the token, a late failure that quotes the refuse
   upstream.revoke(refused!)
   t.equal((await app.inject({ url: usersUrl('octo') })).statusCode, 200)
   t.equal(upstream.minted.length, 2, 'renewed after the 401')
-  t.match(logLines.join('\n'), 'installation token refused; renewing it once')
+  t.match(logs.text(), 'installation token refused; renewing it once')
   // Then lisa's calls fail, their message quoting the token they carried: the refused one.
   upstream.failWith = 500
   release.resolve()
@@ -180,7 +180,7 @@ t.test('after a 401 has renewed the token, a late failure that quotes the refuse
   t.ok(upstream.requests.filter((request) => request.path.includes('lisa')).every((request) => request.authorization === `Bearer ${refused}`), 'made with the refused token only')
   for (const secret of secretsOf(upstream)) {
     t.notMatch(res.body, secret)
-    t.notMatch(logLines.join(''), secret)
+    t.notMatch(logs.text(), secret)
   }
 })
 
@@ -188,13 +188,13 @@ t.test('a JWT the upstream refuses (wrong key) is a 500 that names no secret', a
   const clock = testClock()
   const upstream = await startAppUpstream(t, clock)
   const other = await startAppUpstream(t, clock)
-  const { app, logLines } = await buildAggregator(t, { clock, env: { ...upstream.env, FORGE_APP_PRIVATE_KEY: other.privateKeyPem } })
+  const { app, logs } = await buildAggregator(t, { clock, env: { ...upstream.env, FORGE_APP_PRIVATE_KEY: other.privateKeyPem } })
   const res = await app.inject({ url: usersUrl('mona') })
   t.equal(res.statusCode, 500)
   t.match(res.json(), { error: 'Failed to fetch forge data', details: 'GitHub App installation token request answered 401' })
   t.same(upstream.calls(), [], 'no installation call without a token')
   t.ok(upstream.jwts.length > 0)
-  for (const secret of secretsOf(upstream)) t.notMatch(res.body + logLines.join(''), secret)
+  for (const secret of secretsOf(upstream)) t.notMatch(res.body + logs.text(), secret)
 })
 
 t.test('a token answer that is not JSON, or has no token, is a 500 that names no secret', async (t) => {
@@ -240,13 +240,13 @@ t.test('list mode: an installation with only selected repositories gives the pub
   t.same(upstream.calls(), ['/users/mona/repos?sort=updated&per_page=100'])
 
   const broken = await startAppUpstream(t, clock)
-  const { app: other, logLines } = await buildAggregator(t, {
+  const { app: other, logs } = await buildAggregator(t, {
     clock,
     env: { ...broken.env, FORGE_APP_INSTALLATION_ID: '1', FORGE_DEFAULT_USER: 'mona', FORGE_CACHE_TTL_SECONDS: 0 },
   })
   // Installation 1 does not exist: no token, no account; the answer is the token's failure.
   t.equal((await other.inject({ url: '/api/forge/repos' })).statusCode, 500)
-  t.match(logLines.join('\n'), 'could not tell whose account the GitHub App is installed on')
+  t.match(logs.text(), 'could not tell whose account the GitHub App is installed on')
   t.equal(broken.requests.filter((request) => request.path === '/app/installations/1').length, 1)
   await other.inject({ url: '/api/forge/repos' })
   t.equal(broken.requests.filter((request) => request.path === '/app/installations/1').length, 2, 'a failed lookup is not remembered')
@@ -299,7 +299,7 @@ t.test('with Redis: two replicas of one installation share answers and budget; n
   t.ok(keys.length > 3)
   const stored = keys.join('\n') + (await Promise.all(keys.map(async (key) => (await inspector.type(key)) === 'string' ? await inspector.get(key) : ''))).join('\n')
   const responses = [first, second, refused].map((res) => res.body + JSON.stringify(res.headers)).join('\n')
-  const logs = one.logLines.join('') + two.logLines.join('')
+  const logs = one.logs.text() + two.logs.text()
   t.ok(upstream.minted.length >= 1 && upstream.jwts.length >= 1)
   for (const secret of [...upstream.minted, ...upstream.jwts]) {
     t.notOk(stored.includes(secret), 'not in Redis')

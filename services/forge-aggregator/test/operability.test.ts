@@ -60,7 +60,7 @@ t.test('TRUST_PROXY: X-Forwarded-For is believed from that address only, for the
   const from = async (remoteAddress: string, forwardedFor: string) => {
     const requestId = `trust-proxy-${++sent}`
     const res = await app.inject({ url: '/api/forge/users?user_name=bad!', remoteAddress, headers: { 'x-forwarded-for': forwardedFor, 'x-request-id': requestId } })
-    const line = logs().find((entry) => entry.reqId === requestId && entry.msg === 'request completed')
+    const line = logs.lines.find((entry) => entry.reqId === requestId && entry.msg === 'request completed')
     return { status: res.statusCode, loggedAs: line?.remoteAddress }
   }
 

@@ -59,6 +59,6 @@ t.test('with REDIS_SENTINELS, a primary killed under load: every request is answ
   const claim = await app.sharedCache!.lock.claim('after-the-failover')
   t.equal(claim.kind, 'mine', 'the production lock is taken on the new primary')
   if (claim.kind === 'mine') claim.release()
-  const stored = logs().filter((line) => line.msg === 'Redis unavailable; reconnecting in the background')
+  const stored = logs.lines.filter((line) => line.msg === 'Redis unavailable; reconnecting in the background')
   t.equal(stored.length, 1, 'the outage is logged once')
 })

@@ -59,7 +59,9 @@ t.test('with a token it says which upstream it calls, sends the token there only
 })
 
 t.test('SIGTERM: in-flight requests finish with their normal answers, new connections are refused, exit 0 within 10 s', async (t) => {
-  const upstream = await startLocalUpstream(t, answerRepository('octocat', 500))
+  // Answered only once the test has seen the server stop taking connections.
+  const { promise: stopped, resolve: answerUpstream } = Promise.withResolvers<void>()
+  const upstream = await startLocalUpstream(t, answerRepository('octocat', stopped))
   // No caching: every request is its own upstream call, still unanswered when SIGTERM comes.
   const server = runServer({ HOST: '127.0.0.1', PORT: '0', FORGE_API_URL: upstream.url, FORGE_CACHE_TTL_SECONDS: '0' })
   t.teardown(() => server.child.kill('SIGKILL'))
@@ -81,6 +83,7 @@ t.test('SIGTERM: in-flight requests finish with their normal answers, new connec
   server.child.kill('SIGTERM')
   await server.waitFor(/"msg":"shutting down"/)
   t.ok(await connectionRefused(Number(port)), 'a new connection is refused')
+  answerUpstream()
 
   for (const answer of await Promise.all(answers)) {
     t.equal(answer.status, 200, 'an in-flight request got its normal answer')

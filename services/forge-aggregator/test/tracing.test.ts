@@ -168,7 +168,7 @@ t.test('every log line written inside a traced request carries its trace_id and 
   exporter.reset()
 
   await app.inject({ method: 'GET', url: '/api/forge/users?user_name=lines', headers: { traceparent: `00-${CALLER_TRACE_ID}-${CALLER_SPAN_ID}-01` } })
-  const calls = logs().filter((line) => line.msg === 'upstream call')
+  const calls = logs.lines.filter((line) => line.msg === 'upstream call')
   t.equal(calls.length, 5, 'the client logged each call')
   const spanIds = new Set(exporter.getFinishedSpans().map(spanIdOf))
   for (const line of calls) {

@@ -4,8 +4,9 @@ import { LRUCache } from 'lru-cache'
 import type { ProductionLock } from '../shared-cache/lock.ts'
 import type { SharedStore } from '../shared-cache/store.ts'
 import { storedEntries, type CachedAnswer } from '../shared-cache/stored.ts'
+import type { Produced } from '../forge/service.ts'
 import { BudgetSpent, UpstreamError, UpstreamNotFound } from '../upstream/errors.ts'
-import type { Produced } from '../upstream/service.ts'
+import type { RequestContext } from '../upstream/request-context.ts'
 
 export type { CachedAnswer } from '../shared-cache/stored.ts'
 
@@ -27,8 +28,8 @@ export interface ServedAnswer {
 /** The endpoints whose answers are counted apart. */
 export type Endpoint = 'users' | 'repos'
 
-/** Makes the answer, serialized; `revalidates` when an answer is held that could still be sent stale. */
-export type Produce = (revalidates: boolean) => Promise<Produced<string>>
+/** Makes the answer, serialized, for the request `context` (which revalidates when an answer is held that could still be sent stale). */
+export type Produce = (context: RequestContext) => Promise<Produced<string>>
 
 export interface ResponseCacheOptions {
   /** Freshness of a kept answer (`FORGE_CACHE_TTL_SECONDS`); 0 never answers from the cache fresh. */
@@ -145,7 +146,7 @@ export class ResponseCache {
   async #produce(key: string, last: CachedAnswer | undefined, produce: Produce, request: CacheRequest): Promise<ServedAnswer> {
     let produced: Produced<string>
     try {
-      produced = await produce(last !== undefined)
+      produced = await produce({ log: request.log, revalidates: last !== undefined })
     } catch (error) {
       return this.#orStale(key, last, error, request)
     }

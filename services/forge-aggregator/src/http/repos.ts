@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { RepositoryCounts, RepositoryList } from '../upstream/answers.ts'
+import { RepositoryCounts, RepositoryList } from '../forge/answers.ts'
 import { invalidRequest, upstreamErrorAnswer } from './errors.ts'
 import { ErrorBody, FailureBody, NotModified, RateLimited, withCacheHeaders } from './schemas.ts'
 import type { ForgeRouteOptions } from './users.ts'
@@ -48,14 +48,14 @@ export const repoRoutes: FastifyPluginAsyncTypebox<ForgeRouteOptions> = async (a
         return reply.sendAnswer({
           endpoint: 'repos',
           key: `repos/${owner}`,
-          produce: (call) => app.upstream.service.repositoryList(defaultUser, call),
+          produce: (context) => app.forge.service.repositoryList(defaultUser, context),
           errorAnswer: REPOSITORY_LIST,
         })
       }
       return reply.sendAnswer({
         endpoint: 'repos',
         key: `repo/${owner}/${repo.toLowerCase()}`,
-        produce: (call) => app.upstream.service.repositoryCounts(defaultUser, repo, call),
+        produce: (context) => app.forge.service.repositoryCounts(defaultUser, repo, context),
         errorAnswer: ONE_REPOSITORY,
       })
     },

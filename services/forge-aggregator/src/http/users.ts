@@ -1,7 +1,7 @@
 import { Type } from '@sinclair/typebox'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { LOGIN_PATTERN } from '../config.ts'
-import { UserOverview } from '../upstream/answers.ts'
+import { UserOverview } from '../forge/answers.ts'
 import { invalidRequest, upstreamErrorAnswer } from './errors.ts'
 import { ErrorBody, FailureBody, NotModified, RateLimited, withCacheHeaders } from './schemas.ts'
 
@@ -43,7 +43,7 @@ export const userRoutes: FastifyPluginAsyncTypebox<ForgeRouteOptions> = async (a
         endpoint: 'users',
         // Logins are case-insensitive upstream: one answer per user, however it is spelled.
         key: `users/${login.toLowerCase()}`,
-        produce: (call) => app.upstream.service.userOverview(login, call),
+        produce: (context) => app.forge.service.userOverview(login, context),
         errorAnswer: ERROR_ANSWER,
       })
     },

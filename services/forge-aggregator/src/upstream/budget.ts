@@ -1,5 +1,9 @@
+import type { IncomingHttpHeaders } from 'node:http'
+import type { Dispatcher } from 'undici'
 import { storedEntries, type BudgetState } from '../shared-cache/stored.ts'
 import type { SharedStore } from '../shared-cache/store.ts'
+import { BudgetSpent, retryAfterSeconds } from './errors.ts'
+import type { RequestContext } from './request-context.ts'
 
 export type { BudgetState } from '../shared-cache/stored.ts'
 
@@ -19,18 +23,17 @@ export interface RateLimitBudgetOptions {
   onChange?: (resource: RateLimitResource, state: BudgetState) => void
 }
 
-/** Headers as undici gives them. */
-export type Headers = Record<string, string | string[] | undefined>
-
-/** What a call asks of the budget: the resource it spends, and whether it only revalidates a known answer. */
-export interface BudgetedCall {
-  resource: RateLimitResource
-  /**
-   * The call revalidates an answer the service could still send stale: below the reserve it is
-   * not made, so that what is left goes to users never seen
-   * (docs/design.md, "Rate-limit budget").
-   */
-  revalidates: boolean
+declare module 'undici' {
+  // eslint-disable-next-line @typescript-eslint/no-namespace -- undici declares its dispatch options in this namespace: merging is how an interceptor adds one
+  namespace Dispatcher {
+    /** What `ForgeClient.get` tells the budget interceptor with every call. */
+    interface DispatchOptions {
+      /** The resource the call spends (`resourceOfPath`). */
+      rateLimitResource?: RateLimitResource
+      /** The request the call is made for: one that revalidates may be refused below the reserve. */
+      requestContext?: RequestContext
+    }
+  }
 }
 
 /**
@@ -39,7 +42,7 @@ export interface BudgetedCall {
  * GitHub asks integrations to stop calling a spent resource until it resets ("continuing may
  * result in the banning of your integration"), so a spent resource is not called at all.
  * With a shared store, every replica's answers feed one budget: a limit one replica hit is
- * respected by all. It is applied in one place, `budgetInterceptor`.
+ * respected by all. It is applied in one place, `budgetInterceptor`, below.
  */
 export class RateLimitBudget {
   readonly #options: RateLimitBudgetOptions
@@ -51,7 +54,7 @@ export class RateLimitBudget {
   }
 
   /** Learns from one upstream answer: its rate-limit headers, and `retryAfterSeconds` when it was a rate limit. */
-  record(called: RateLimitResource, headers: Headers, retryAfterSeconds?: number): void {
+  record(called: RateLimitResource, headers: IncomingHttpHeaders, retryAfterSeconds?: number): void {
     const resource = resourceOf(called, headers)
     if (!resource) return
     const now = this.#options.now()
@@ -72,15 +75,15 @@ export class RateLimitBudget {
   }
 
   /**
-   * When `call` may be made, on the wall clock; undefined when it may be made now. A spent core
-   * stops every call: no answer this service gives can succeed without it, so a search alone
-   * would be spent for nothing.
+   * When a call spending `resource` for `request` may be made, on the wall clock; undefined when it
+   * may be made now. A spent core stops every call: no answer this service gives can succeed
+   * without it, so a search alone would be spent for nothing.
    */
-  resumesAt(call: BudgetedCall): number | undefined {
+  resumesAt(resource: RateLimitResource, request?: Pick<RequestContext, 'revalidates'>): number | undefined {
     const now = this.#options.now()
-    const until = Math.max(this.#blockedUntil('core'), call.resource === 'core' ? 0 : this.#blockedUntil(call.resource))
+    const until = Math.max(this.#blockedUntil('core'), resource === 'core' ? 0 : this.#blockedUntil(resource))
     if (until > now) return until
-    if (call.revalidates && this.#isBelowReserve()) return this.#states.get('core')?.resetAt
+    if (request?.revalidates && this.#isBelowReserve()) return this.#states.get('core')?.resetAt
     return undefined
   }
 
@@ -135,10 +138,47 @@ export class RateLimitBudget {
 }
 
 /**
+ * The one place the budget is applied, as the outermost interceptor of the client's dispatcher: a
+ * call the budget forbids fails with `BudgetSpent` before anything is sent, and every answer that
+ * comes back, a 304 included, is recorded (with its wait when it is a rate limit). A call that does
+ * not say what it spends is taken for a core call that revalidates nothing.
+ */
+export function budgetInterceptor(budget: RateLimitBudget, now: () => number): Dispatcher.DispatcherComposeInterceptor {
+  return (dispatch) => (opts, handler) => {
+    const resource = opts.rateLimitResource ?? 'core'
+    const resumesAt = budget.resumesAt(resource, opts.requestContext)
+    if (resumesAt !== undefined) throw BudgetSpent.until(resumesAt, now())
+
+    let statusCode = 0
+    let headers: IncomingHttpHeaders = {}
+    let text = ''
+    const isRateLimit = () => statusCode === 403 || statusCode === 429
+    return dispatch(opts, {
+      onRequestStart: (controller, context) => handler.onRequestStart?.(controller, context),
+      onResponseError: (controller, error) => handler.onResponseError?.(controller, error),
+      onResponseStart(controller, status, responseHeaders, statusMessage) {
+        statusCode = status
+        headers = responseHeaders
+        if (!isRateLimit()) budget.record(resource, headers)
+        return handler.onResponseStart?.(controller, status, responseHeaders, statusMessage)
+      },
+      onResponseData(controller, chunk) {
+        if (isRateLimit() && text.length < 4096) text += chunk.toString()
+        return handler.onResponseData?.(controller, chunk)
+      },
+      onResponseEnd(controller, trailers) {
+        if (isRateLimit()) budget.record(resource, headers, retryAfterSeconds(statusCode, headers, text, now()))
+        return handler.onResponseEnd?.(controller, trailers)
+      },
+    })
+  }
+}
+
+/**
  * The resource a call counts against: the answer's `X-RateLimit-Resource` when it names one,
  * else the one the call was made for; a resource this service does not spend is ignored.
  */
-function resourceOf(called: RateLimitResource, headers: Headers): RateLimitResource | undefined {
+function resourceOf(called: RateLimitResource, headers: IncomingHttpHeaders): RateLimitResource | undefined {
   const named = headers['x-ratelimit-resource']
   if (named === 'core' || named === 'search') return named
   return named === undefined ? called : undefined

@@ -1,3 +1,5 @@
+import type { IncomingHttpHeaders } from 'node:http'
+
 /** Every way an upstream call can fail, as the routes need to tell them apart. */
 export abstract class UpstreamError extends Error {
   /** The upstream's HTTP status, when it answered at all. */
@@ -51,4 +53,77 @@ export class BudgetSpent extends UpstreamRateLimited {
  */
 export class UpstreamFailure extends UpstreamError {
   override readonly name: string = 'UpstreamFailure'
+}
+
+/** GitHub: after a 429 or a secondary rate limit without `Retry-After`, "wait at least one minute". */
+const DEFAULT_RATE_LIMIT_WAIT_SECONDS = 60
+/** How much of an upstream's error message a failure repeats. */
+const MAX_UPSTREAM_MESSAGE_LENGTH = 200
+
+/** What may be said of a message: it never holds a credential, even one the upstream echoed. */
+export type Redact = (message: string) => string
+
+/** The failure an answer other than 200 or 304 is: its status, and the upstream's message, redacted. */
+export function statusFailure(statusCode: number, headers: IncomingHttpHeaders, text: string, nowMs: number, redact: Redact): UpstreamError {
+  const said = upstreamMessage(text)
+  // Redacted before it is shortened: a credential the cut went through would no longer match.
+  const reason = said === undefined ? `status ${statusCode}` : redact(said).slice(0, MAX_UPSTREAM_MESSAGE_LENGTH)
+  const message = `Upstream responded ${statusCode}: ${reason}`
+  if (statusCode === 404) return new UpstreamNotFound(message, statusCode)
+  if (statusCode === 403 || statusCode === 429) {
+    const seconds = retryAfterSeconds(statusCode, headers, text, nowMs)
+    return new UpstreamRateLimited(message, seconds, statusCode, seconds === undefined ? undefined : nowMs + seconds * 1000)
+  }
+  return new UpstreamFailure(message, statusCode)
+}
+
+/**
+ * The failure a call that got no answer is: a timeout after `timeoutMs`, or the transport's code.
+ * Throws a programming error of ours as it is: it is not the upstream's failure (a 500 of ours).
+ */
+export function transportFailure(error: unknown, timedOut: boolean, timeoutMs: number, redact: Redact): UpstreamFailure {
+  if (isProgrammingError(error)) throw error
+  if (timedOut) return new UpstreamFailure(`Upstream did not answer within ${timeoutMs} ms`)
+  const { code, message } = error as Error & { code?: string }
+  return new UpstreamFailure(redact(`Upstream request failed: ${code ?? message}`))
+}
+
+/**
+ * Seconds to wait before asking again (docs/design.md, "Errors"). `Retry-After` is authoritative when present.
+ * Only a spent primary limit (`X-RateLimit-Remaining: 0`) makes `X-RateLimit-Reset` the answer:
+ * a plain "forbidden" also carries a reset, and must not tell clients to wait an hour. A 429 or a
+ * secondary rate limit without either waits GitHub's minute; anything else gets no advice.
+ */
+export function retryAfterSeconds(statusCode: number, headers: IncomingHttpHeaders, text: string, nowMs: number): number | undefined {
+  const nowSeconds = nowMs / 1000
+  const retryAfter = headers['retry-after']
+  if (typeof retryAfter === 'string') {
+    const seconds = /^\d+$/.test(retryAfter) ? Number(retryAfter) : Date.parse(retryAfter) / 1000 - nowSeconds
+    if (Number.isFinite(seconds)) return Math.max(0, Math.ceil(seconds))
+  }
+  const reset = headers['x-ratelimit-reset']
+  if (headers['x-ratelimit-remaining'] === '0' && typeof reset === 'string' && /^\d+$/.test(reset)) {
+    return Math.max(0, Math.ceil(Number(reset) - nowSeconds))
+  }
+  if (statusCode === 429 || isSecondaryRateLimit(text)) return DEFAULT_RATE_LIMIT_WAIT_SECONDS
+  return undefined
+}
+
+function isProgrammingError(error: unknown): boolean {
+  return error instanceof TypeError || error instanceof ReferenceError || error instanceof RangeError || error instanceof SyntaxError
+}
+
+/** The `message` of an upstream error body (`{"message": …}`); undefined if none. */
+function upstreamMessage(text: string): string | undefined {
+  try {
+    const { message } = JSON.parse(text) as { message?: unknown }
+    return typeof message === 'string' ? message : undefined
+  } catch {
+    return undefined
+  }
+}
+
+/** GitHub's secondary rate limits answer 403 with a message saying so. */
+function isSecondaryRateLimit(text: string): boolean {
+  return /secondary rate limit/i.test(upstreamMessage(text) ?? '')
 }

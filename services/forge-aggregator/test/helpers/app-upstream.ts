@@ -41,8 +41,6 @@ export interface AppUpstream {
   refuseTokens: boolean
   /** Rate-limit headers sent with every installation call's answer. */
   rateLimit: Record<string, string>
-  /** How long every installation call is answered after it arrived (ms); the App's endpoints answer at once. */
-  delayMs: number
   /** When set, every installation call with a live token is answered this status (the upstream in trouble). */
   failWith: number | undefined
   /**
@@ -85,7 +83,6 @@ export async function startAppUpstream(t: Test, clock: TestClock): Promise<AppUp
     refuseTokens: false,
     mintBody: undefined,
     rateLimit: { 'x-ratelimit-limit': '5000', 'x-ratelimit-remaining': '4999', 'x-ratelimit-reset': String(Math.floor(clock.now() / 1000) + 3600) },
-    delayMs: 0,
     failWith: undefined,
     holdAnswers: (matches, until) => void holds.push({ matches, until }),
     untilRequested: (matches) =>
@@ -179,9 +176,8 @@ export async function startAppUpstream(t: Test, clock: TestClock): Promise<AppUp
     if (!tokenLive) return json(response, 401, { message: `Bad credentials: ${authorization}` })
     const failWith = upstream.failWith
     const trouble = { message: `Upstream trouble with ${authorization} (App JWT ${upstream.jwts.at(-1) ?? 'none'})` }
-    const reply = () => (failWith === undefined ? answerInstallation(url, response, ifNoneMatch) : json(response, failWith, trouble))
-    if (upstream.delayMs === 0) return reply()
-    setTimeout(reply, upstream.delayMs)
+    if (failWith === undefined) return answerInstallation(url, response, ifNoneMatch)
+    json(response, failWith, trouble)
   }
   const env: TestEnv = {
     FORGE_API_URL: server.url,

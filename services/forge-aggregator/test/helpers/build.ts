@@ -3,7 +3,7 @@ import type { FastifyInstance } from 'fastify'
 import type { Dispatcher } from 'undici'
 import { loadConfig } from '@repo/config'
 import { createLogger } from '@repo/service-kit'
-import { eventually } from '@repo/test-support'
+import { captureLogs, eventually, type CapturedLogs } from '@repo/test-support'
 import { buildApp } from '../../src/app.ts'
 import { ForgeAggregatorConfig } from '../../src/config.ts'
 import { API } from './upstream.ts'
@@ -33,10 +33,8 @@ export function testClock(): TestClock {
 
 export interface TestAggregator {
   app: FastifyInstance
-  /** Every log line, as written (trace level: everything the service can log). */
-  logLines: string[]
-  /** Every log line, parsed. */
-  logs: () => LogLine[]
+  /** Every line the app logged (at trace level: everything the service can log). */
+  logs: CapturedLogs
   /** Moves the clock of the cache and the budget forward. */
   advanceClock: (ms: number) => void
   /** The current time on that clock (ms). */
@@ -45,41 +43,46 @@ export interface TestAggregator {
   metric: (name: string, labels?: Record<string, string>) => Promise<number | undefined>
 }
 
-export interface LogLine {
-  msg: string
-  reqId?: string
-  level: number
-  [field: string]: unknown
-}
-
 /**
  * The app exactly as production builds it (`buildApp` on the real configuration schema), upstream
  * at nock's API unless `env` says otherwise, on a clock the test controls, logging everything.
  */
 export async function buildAggregator(t: Test, options: BuildOptions = {}): Promise<TestAggregator> {
-  const logLines: string[] = []
   const clock = options.clock ?? testClock()
   const env = Object.fromEntries(
     Object.entries({ FORGE_API_URL: API, ...options.env }).map(([name, value]) => [name, Array.isArray(value) ? value.join(',') : String(value)]),
   )
   const config = loadConfig(ForgeAggregatorConfig, env)
-  const logger = createLogger('trace', { write: (line: string) => void logLines.push(line) })
-  const app = await buildApp(config, { logger, clock, ...(options.dispatcher ? { dispatcher: options.dispatcher } : {}) })
+  const logs = captureLogs()
+  const app = await buildApp(config, { logger: createLogger('trace', logs.destination), clock, ...(options.dispatcher ? { dispatcher: options.dispatcher } : {}) })
   t.teardown(() => app.close())
-  const logs = () => logLines.map((line) => JSON.parse(line) as LogLine)
   if (config.REDIS_URL || config.REDIS_SENTINELS) {
     // Ready to share: Redis answers, and the replica hears other replicas' announcements.
-    const ready = await eventually(async () => logs().some((line) => line.msg === 'listening for production announcements'))
-    if (!ready) throw new Error('the shared cache never became available')
+    await logs.waitFor((line) => line.msg === 'listening for production announcements').catch(() => {
+      throw new Error('the shared cache never became available')
+    })
   }
   return {
     app,
-    logLines,
     logs,
     advanceClock: clock.advance,
     now: clock.now,
     metric: async (name, labels = {}) => metricValue((await app.inject({ url: '/metrics' })).body, name, labels),
   }
+}
+
+/**
+ * Resolves once `count` requests have come in (their `incoming request` lines). From there to the
+ * response cache nothing waits on I/O, so an upstream reply held until then finds them all waiting
+ * on one production.
+ */
+export async function untilRequestsIn(logs: CapturedLogs, count: number): Promise<void> {
+  if (!(await eventually(async () => logs.lines.filter((line) => line.msg === 'incoming request').length >= count))) throw new Error(`fewer than ${count} requests came in`)
+}
+
+/** Resolves with the line of the first upstream call answered `statusCode`, once the client has read that answer. */
+export function untilUpstreamAnswered(logs: CapturedLogs, statusCode: number): Promise<unknown> {
+  return logs.waitFor((line) => line.msg === 'upstream call' && (line.upstream as { statusCode?: number } | undefined)?.statusCode === statusCode)
 }
 
 /** The value of the series `name{labels…}` in a Prometheus text page (labels not named may be anything). */

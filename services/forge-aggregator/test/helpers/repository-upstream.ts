@@ -7,14 +7,14 @@ export const REPOSITORY_COUNTS = { stars: repository.stargazers_count, forksCoun
 
 /**
  * A `startLocalUpstream` handler answering GET /repos/{owner}/{repo} with the official example
- * (named after the repo) and recorded headers, after `delayMs`; anything else is a 404. For tests
- * that run the service as a process, which nock cannot reach.
+ * (named after the repo) and recorded headers, once `until` resolves; anything else is a 404. For
+ * tests that run the service as a process, which nock cannot reach.
  */
-export function answerRepository(owner: string, delayMs = 0) {
+export function answerRepository(owner: string, until: Promise<unknown> = Promise.resolve()) {
   const path = new RegExp(`^/repos/${owner}/([^/?]+)$`)
   return (request: IncomingMessage, response: ServerResponse): void => {
     const match = path.exec(request.url ?? '')
-    setTimeout(() => {
+    void until.then(() => {
       if (!match?.[1]) {
         response.writeHead(404, { 'content-type': 'application/json; charset=utf-8' }).end('{"message":"Not Found"}')
         return
@@ -22,6 +22,6 @@ export function answerRepository(owner: string, delayMs = 0) {
       const name = decodeURIComponent(match[1])
       const body = { ...repository, name, full_name: `${owner}/${name}` }
       response.writeHead(200, recordedHeaders.resource).end(JSON.stringify(body))
-    }, delayMs)
+    })
   }
 }

@@ -114,3 +114,24 @@ export function mockSearch(scope: nock.Scope, login: string, kind: 'issue' | 'pr
     .query({ q: `author:${login} is:${kind}`, per_page: '1' })
     .reply(200, searchResult(totalCount), SEARCH_HEADERS)
 }
+
+/**
+ * A nock reply held until `until` resolves: a test that needs a call in flight while something
+ * else happens opens `until` once it has seen that happen, rather than guessing how long it takes.
+ */
+export function heldReply(until: Promise<unknown>, status: number, body: unknown, headers: Record<string, string> = {}) {
+  return async (): Promise<nock.ReplyFnResult> => {
+    await until
+    return [status, body as nock.ReplyBody, headers]
+  }
+}
+
+/** The five calls of one cold `users` answer for `login` (two repositories, one follower), each held until `until`. */
+export function mockHeldUser(login: string, until: Promise<unknown>): nock.Scope {
+  const scope = nock(API)
+  scope.get(`/users/${login}`).reply(heldReply(until, 200, makeUser(login, { public_repos: 2 }), RESOURCE_HEADERS))
+  scope.get(`/users/${login}/repos`).query(true).reply(heldReply(until, 200, makeRepos(login, 2), RESOURCE_HEADERS))
+  scope.get(`/users/${login}/followers`).query(true).reply(heldReply(until, 200, makeFollowers(1), RESOURCE_HEADERS))
+  scope.get('/search/issues').query(true).times(2).reply(heldReply(until, 200, searchResult(1), SEARCH_HEADERS))
+  return scope
+}

@@ -1,8 +1,8 @@
 import t from 'tap'
 import nock from 'nock'
-import { buildAggregator } from './helpers/build.ts'
-import { startLocalUpstream } from './helpers/local-upstream.ts'
-import { API, makeUser } from './helpers/upstream.ts'
+import { buildAggregator } from '../helpers/build.ts'
+import { startLocalUpstream } from '../helpers/local-upstream.ts'
+import { API, makeUser } from '../helpers/upstream.ts'
 
 t.afterEach(() => {
   nock.cleanAll()

@@ -1,7 +1,7 @@
 import t from 'tap'
 import nock from 'nock'
-import { buildAggregator } from './helpers/build.ts'
-import { API, fixtures, recordUnexpectedCalls } from './helpers/upstream.ts'
+import { buildAggregator } from '../helpers/build.ts'
+import { API, fixtures, recordUnexpectedCalls } from '../helpers/upstream.ts'
 
 const { app } = await buildAggregator(t)
 

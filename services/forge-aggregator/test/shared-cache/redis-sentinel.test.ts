@@ -3,11 +3,11 @@ import { createClient } from 'redis'
 import { ConfigError, loadConfig } from '@repo/config'
 import { createLogger } from '@repo/service-kit'
 import { renderServiceUsersAcl, startPrivateSentinelGroup, TEST_REDIS_USERS } from '@repo/test-support'
-import { buildApp } from '../src/app.ts'
-import { ForgeAggregatorConfig } from '../src/config.ts'
-import { buildAggregator } from './helpers/build.ts'
-import { startLocalUpstream } from './helpers/local-upstream.ts'
-import { answerRepository, REPOSITORY_COUNTS } from './helpers/repository-upstream.ts'
+import { buildApp } from '../../src/app.ts'
+import { ForgeAggregatorConfig } from '../../src/config.ts'
+import { buildAggregator } from '../helpers/build.ts'
+import { startLocalUpstream } from '../helpers/local-upstream.ts'
+import { answerRepository, REPOSITORY_COUNTS } from '../helpers/repository-upstream.ts'
 
 // Not mymaster, REDIS_SENTINEL_NAME's default: a service that ignored the setting would find nothing.
 const NAME = 'cache-primary'
@@ -33,7 +33,7 @@ t.test('with REDIS_SENTINELS, the shared cache is the primary the sentinels know
       REDIS_PASSWORD: forgeAggregator.password,
     },
   })
-  t.match(logs().find((line) => line.msg === 'connecting to Redis'), { sentinels: group.sentinelList.split(','), name: NAME, username: forgeAggregator.username })
+  t.match(logs.lines.find((line) => line.msg === 'connecting to Redis'), { sentinels: group.sentinelList.split(','), name: NAME, username: forgeAggregator.username })
   const res = await app.inject({ url: '/api/forge/repos?repo_name=hello-world' })
   t.equal(res.statusCode, 200)
   t.equal(res.body, JSON.stringify(REPOSITORY_COUNTS))

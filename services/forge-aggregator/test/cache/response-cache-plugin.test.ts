@@ -1,8 +1,8 @@
 import t from 'tap'
 import nock from 'nock'
-import { buildAggregator } from './helpers/build.ts'
-import { UserAnswer } from '../src/http/users.ts'
-import { API, RESOURCE_HEADERS, SEARCH_HEADERS, makeFollowers, makeRepos, makeUser, mockUser, recordUnexpectedCalls, searchResult } from './helpers/upstream.ts'
+import { buildAggregator, untilRequestsIn } from '../helpers/build.ts'
+import { UserAnswer } from '../../src/http/users.ts'
+import { API, RESOURCE_HEADERS, SEARCH_HEADERS, heldReply, makeRepos, makeUser, mockHeldUser, mockUser, recordUnexpectedCalls, searchResult } from '../helpers/upstream.ts'
 
 t.afterEach(() => {
   nock.cleanAll()
@@ -32,7 +32,7 @@ t.test('a fresh answer held in memory is sent at once: sendAnswer returns a prom
     const sending = reply.sendAnswer({
       endpoint: 'users',
       key: 'users/mona',
-      produce: (call) => app.upstream.service.userOverview('mona', call),
+      produce: (call) => app.forge.service.userOverview('mona', call),
       errorAnswer: (error) => error,
     })
     returned.push(sending)
@@ -84,13 +84,9 @@ t.test('after the TTL, held resources are revalidated with If-None-Match and a 3
 })
 
 t.test('200 concurrent requests for one uncached user cost exactly the five calls of one request', async (t) => {
-  const { app } = await buildAggregator(t)
+  const { app, logs } = await buildAggregator(t)
   const unexpected = recordUnexpectedCalls(t)
-  const scope = nock(API)
-  scope.get('/users/mona').delay(50).reply(200, makeUser('mona', { public_repos: 2 }), RESOURCE_HEADERS)
-  scope.get('/users/mona/repos').query(true).delay(50).reply(200, makeRepos('mona', 2), RESOURCE_HEADERS)
-  scope.get('/users/mona/followers').query(true).delay(50).reply(200, makeFollowers(1), RESOURCE_HEADERS)
-  scope.get('/search/issues').query(true).times(2).delay(50).reply(200, searchResult(1), SEARCH_HEADERS)
+  const scope = mockHeldUser('mona', untilRequestsIn(logs, 200))
 
   const responses = await Promise.all(Array.from({ length: 200 }, () => app.inject({ method: 'GET', url: USERS })))
   t.same(new Set(responses.map((res) => res.statusCode)), new Set([200]))
@@ -100,8 +96,8 @@ t.test('200 concurrent requests for one uncached user cost exactly the five call
 })
 
 t.test('concurrent requests that fail share the one failure, and it is not kept', async (t) => {
-  const { app } = await buildAggregator(t)
-  const scope = nock(API).get('/repos/octocat/gone').times(2).delay(30).reply(404, { message: 'Not Found' })
+  const { app, logs } = await buildAggregator(t)
+  const scope = nock(API).get('/repos/octocat/gone').times(2).reply(heldReply(untilRequestsIn(logs, 20), 404, { message: 'Not Found' }))
   const answers = await Promise.all(Array.from({ length: 20 }, () => app.inject({ method: 'GET', url: '/api/forge/repos?repo_name=gone' })))
   t.same(new Set(answers.map((res) => res.statusCode)), new Set([404]))
   t.equal(scope.pendingMocks().length, 1, 'the twenty cost one call')
@@ -180,7 +176,7 @@ t.test('a partial answer is not cached: the next request asks every call again',
 })
 
 t.test('answers hold a quarter of FORGE_CACHE_MAX_MB: with 1, an answer of exactly 256 KiB is kept, one a byte larger is not', async (t) => {
-  // Held upstream bodies have the other three quarters (forge-client.test.ts): together, the setting.
+  // Held upstream bodies have the other three quarters (upstream/client.test.ts): together, the setting.
   const { app } = await buildAggregator(t, { env: { FORGE_CACHE_MAX_MB: 1 } })
   const quarter = 256 * 1024
   const ask = (login: string) => app.inject({ method: 'GET', url: `/api/forge/users?user_name=${login}` })

@@ -1,8 +1,8 @@
 import t from 'tap'
 import fc from 'fast-check'
-import { MAX_PER_PAGE, TOP_REPOS_LIMIT, countedRepos, pagesFor, pickTopRepos, sumForks, sumStars, toRepository } from '../src/upstream/aggregate.ts'
-import type { UpstreamRepo } from '../src/upstream/bodies.ts'
-import { makeRepo } from './helpers/upstream.ts'
+import { MAX_PER_PAGE, TOP_REPOS_LIMIT, countedRepos, pagesFor, pickTopRepos, sumForks, sumStars, toRepository } from '../../src/forge/aggregate.ts'
+import type { UpstreamRepo } from '../../src/forge/bodies.ts'
+import { makeRepo } from '../helpers/upstream.ts'
 
 const arbitraryRepos = fc.array(
   fc.record({

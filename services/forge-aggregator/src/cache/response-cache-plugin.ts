@@ -1,8 +1,8 @@
 import fp from 'fastify-plugin'
 import type { FastifyReply } from 'fastify'
 import type { ForgeAggregatorConfig } from '../config.ts'
-import type { UpstreamCall } from '../upstream/client.ts'
-import type { Produced } from '../upstream/service.ts'
+import type { Produced } from '../forge/service.ts'
+import type { RequestContext } from '../upstream/request-context.ts'
 import { cacheStatus, matchesEtag } from './headers.ts'
 import { createCacheResultCounter } from './metrics.ts'
 import { ResponseCache, type Endpoint, type ServedAnswer } from './response-cache.ts'
@@ -13,7 +13,7 @@ export interface SendAnswerOptions {
   /** The answer's cache key: one per answer, however the request spelled it. */
   key: string
   /** Makes the answer from the upstream; called only when no fresh answer is held. */
-  produce: (call: UpstreamCall) => Promise<Produced<unknown>>
+  produce: (context: RequestContext) => Promise<Produced<unknown>>
   /** What the endpoint answers when producing fails and there is nothing to send stale: an `HttpError`, or the error itself. */
   errorAnswer: (error: unknown) => unknown
 }
@@ -31,7 +31,7 @@ declare module 'fastify' {
   }
 }
 
-export interface AnswersPluginOptions {
+export interface ResponseCachePluginOptions {
   config: Pick<ForgeAggregatorConfig, 'FORGE_CACHE_TTL_SECONDS' | 'FORGE_STALE_SECONDS'>
   /** Bytes of answers kept in this process (`cacheMemory`). */
   answerBytes: number
@@ -39,11 +39,11 @@ export interface AnswersPluginOptions {
 }
 
 /**
- * The answers of both endpoints: the response cache (answers shared through `app.sharedCache`
- * when there is one, `forge_cache_results_total`) and the one path a cached answer takes from
- * route to reply, `reply.sendAnswer`.
+ * The response cache of both endpoints (answers shared through `app.sharedCache` when there is
+ * one, `forge_cache_results_total`) and the one path a cached answer takes from route to reply,
+ * `reply.sendAnswer`.
  */
-export const answers = fp<AnswersPluginOptions>(
+export const responseCache = fp<ResponseCachePluginOptions>(
   async (app, { config, answerBytes, now }) => {
     const cache = new ResponseCache({
       ttlSeconds: config.FORGE_CACHE_TTL_SECONDS,
@@ -56,15 +56,14 @@ export const answers = fp<AnswersPluginOptions>(
     })
 
     app.decorateReply('sendAnswer', function sendAnswer(this: FastifyReply, { endpoint, key, produce, errorAnswer }: SendAnswerOptions): void | Promise<void> {
-      const log = this.request.log
       const served = cache.get(
         key,
-        async (revalidates) => {
-          const produced = await produce({ log, revalidates })
+        async (context) => {
+          const produced = await produce(context)
           // Serialized once, with the route's own schema, whatever the number of requests it answers.
           return { ...produced, body: this.serializeInput(produced.body as Record<string, unknown>, '200') as string }
         },
-        { endpoint, log },
+        { endpoint, log: this.request.log },
       )
       // A fresh answer held here is sent at once: no promise, no turn of the event loop.
       if (!(served instanceof Promise)) return void send(this, served)
@@ -96,5 +95,5 @@ export const answers = fp<AnswersPluginOptions>(
       return reply.type('application/json; charset=utf-8').send(answer.body)
     }
   },
-  { name: 'answers', fastify: '5.x', dependencies: ['shared-cache'] },
+  { name: 'response-cache', fastify: '5.x', dependencies: ['shared-cache'] },
 )

@@ -1,8 +1,9 @@
+import { upstreamPath, type ForgeClient } from '../upstream/client.ts'
+import { UpstreamNotFound, UpstreamRateLimited } from '../upstream/errors.ts'
+import type { RequestContext } from '../upstream/request-context.ts'
 import { buildUserOverview, countedRepos, MAX_PER_PAGE, pagesFor, toRepository, toRepositoryCounts } from './aggregate.ts'
 import type { RepositoryCounts, RepositoryList, UserOverview } from './answers.ts'
 import { upstreamBodies, type UpstreamRepo, type UpstreamRepos } from './bodies.ts'
-import { upstreamPath, type ForgeClient, type UpstreamCall } from './client.ts'
-import { UpstreamNotFound, UpstreamRateLimited } from './errors.ts'
 
 export interface ForgeServiceOptions {
   client: ForgeClient
@@ -35,13 +36,13 @@ export interface Produced<Body> {
 
 /**
  * What each endpoint asks the upstream for (docs/design.md, "Upstream calls"), and how the answers
- * combine. `call` carries the request's logger: every line about its upstream calls carries its
- * request id.
+ * combine. `context` is the request's: every line about its upstream calls carries its request id,
+ * and the budget may refuse the calls of one that revalidates.
  */
 export interface ForgeService {
-  userOverview(login: string, call: UpstreamCall): Promise<Produced<UserOverview>>
-  repositoryCounts(owner: string, repo: string, call: UpstreamCall): Promise<Produced<RepositoryCounts>>
-  repositoryList(owner: string, call: UpstreamCall): Promise<Produced<RepositoryList>>
+  userOverview(login: string, context: RequestContext): Promise<Produced<UserOverview>>
+  repositoryCounts(owner: string, repo: string, context: RequestContext): Promise<Produced<RepositoryCounts>>
+  repositoryList(owner: string, context: RequestContext): Promise<Produced<RepositoryList>>
 }
 
 /** A search's count, or why it is missing. */
@@ -55,24 +56,24 @@ export function createForgeService(options: ForgeServiceOptions): ForgeService {
   const { client, followersLimit, maxRepoPages } = options
   let tokenOwner: Promise<string | undefined> | undefined
 
-  function reposPage(login: string, page: number, call: UpstreamCall) {
-    return client.get(upstreamPath`/users/${login}/repos`, upstreamBodies.repos, { type: 'owner', per_page: MAX_PER_PAGE, page }, call)
+  function reposPage(login: string, page: number, context: RequestContext) {
+    return client.get(upstreamPath`/users/${login}/repos`, upstreamBodies.repos, { type: 'owner', per_page: MAX_PER_PAGE, page }, context)
   }
 
   /** The search's `total_count`, or why not: a count is not worth failing the answer for. */
-  async function searchCount(login: string, kind: 'issue' | 'pr', call: UpstreamCall): Promise<SearchOutcome> {
+  async function searchCount(login: string, kind: 'issue' | 'pr', context: RequestContext): Promise<SearchOutcome> {
     try {
-      const result = await client.get('/search/issues', upstreamBodies.search, { q: `author:${login} is:${kind}`, per_page: 1 }, call)
+      const result = await client.get('/search/issues', upstreamBodies.search, { q: `author:${login} is:${kind}`, per_page: 1 }, context)
       return { count: result.total_count }
     } catch (error) {
-      call.log.warn({ err: error }, `${kind} search failed; its count will be 0`)
+      context.log.warn({ err: error }, `${kind} search failed; its count will be 0`)
       return { count: undefined, resumesAt: error instanceof UpstreamRateLimited ? error.resumesAt : undefined }
     }
   }
 
   /** Every repository of the installation (up to `maxRepoPages` pages), most recently updated first, as many as one page of the public list. */
-  async function installationRepos(call: UpstreamCall): Promise<UpstreamRepos> {
-    const page = (number: number) => client.get('/installation/repositories', upstreamBodies.installationRepos, { per_page: MAX_PER_PAGE, page: number }, call)
+  async function installationRepos(context: RequestContext): Promise<UpstreamRepos> {
+    const page = (number: number) => client.get('/installation/repositories', upstreamBodies.installationRepos, { per_page: MAX_PER_PAGE, page: number }, context)
     const first = await page(1)
     const rest = await Promise.all(Array.from({ length: pagesFor(first.total_count, maxRepoPages) - 1 }, (_, index) => page(index + 2)))
     // The endpoint takes no `sort`: ordered here as `sort=updated` orders the other lists.
@@ -83,9 +84,9 @@ export function createForgeService(options: ForgeServiceOptions): ForgeService {
   }
 
   /** Whether the owner's private repositories are there to list: their own token, or an installation on their account with all its repositories. */
-  async function listsPrivateReposOf(owner: string, call: UpstreamCall): Promise<'token' | 'installation' | undefined> {
+  async function listsPrivateReposOf(owner: string, context: RequestContext): Promise<'token' | 'installation' | undefined> {
     const isOwner = (login: string | undefined) => login?.toLowerCase() === owner.toLowerCase()
-    if (options.authentication === 'token') return isOwner(await whoOwnsTheToken(call)) ? 'token' : undefined
+    if (options.authentication === 'token') return isOwner(await whoOwnsTheToken(context)) ? 'token' : undefined
     if (options.authentication === 'app') {
       const account = await client.installationAccount()
       return isOwner(account?.login) && account?.allRepositories ? 'installation' : undefined
@@ -94,11 +95,11 @@ export function createForgeService(options: ForgeServiceOptions): ForgeService {
   }
 
   /** Who owns the token, asked once per process; a failed answer is not remembered. */
-  function whoOwnsTheToken(call: UpstreamCall): Promise<string | undefined> {
-    tokenOwner ??= client.get('/user', upstreamBodies.authenticatedUser, undefined, call).then(
+  function whoOwnsTheToken(context: RequestContext): Promise<string | undefined> {
+    tokenOwner ??= client.get('/user', upstreamBodies.authenticatedUser, undefined, context).then(
       (user) => user.login,
       (error: unknown) => {
-        call.log.warn({ err: error }, 'could not tell who owns FORGE_TOKEN; listing public repositories')
+        context.log.warn({ err: error }, 'could not tell who owns FORGE_TOKEN; listing public repositories')
         tokenOwner = undefined
         return undefined
       },
@@ -107,23 +108,23 @@ export function createForgeService(options: ForgeServiceOptions): ForgeService {
   }
 
   return {
-    async userOverview(login, call) {
+    async userOverview(login, context) {
       // The five calls start together; further repository pages start as soon as the profile
       // says they exist. One request costs about one upstream round trip.
-      const profileCall = client.get(upstreamPath`/users/${login}`, upstreamBodies.user, undefined, call)
-      const reposCall = Promise.all([
-        reposPage(login, 1, call),
-        profileCall.then((profile) => {
+      const profileBody = client.get(upstreamPath`/users/${login}`, upstreamBodies.user, undefined, context)
+      const repoBodies = Promise.all([
+        reposPage(login, 1, context),
+        profileBody.then((profile) => {
           const pages = pagesFor(profile.public_repos, maxRepoPages)
-          return Promise.all(Array.from({ length: pages - 1 }, (_, index) => reposPage(login, index + 2, call)))
+          return Promise.all(Array.from({ length: pages - 1 }, (_, index) => reposPage(login, index + 2, context)))
         }),
       ]).then(([first, rest]): UpstreamRepo[] => [first, ...rest].flat())
-      const followersCall = client.get(upstreamPath`/users/${login}/followers`, upstreamBodies.followers, { per_page: followersLimit }, call)
-      const issuesCall = searchCount(login, 'issue', call)
-      const prsCall = searchCount(login, 'pr', call)
+      const followersBody = client.get(upstreamPath`/users/${login}/followers`, upstreamBodies.followers, { per_page: followersLimit }, context)
+      const issuesOutcome = searchCount(login, 'issue', context)
+      const prsOutcome = searchCount(login, 'pr', context)
 
-      const [profile, repos, followers] = await allOrMostTellingFailure([profileCall, reposCall, followersCall] as const)
-      const [issues, prs] = await Promise.all([issuesCall, prsCall])
+      const [profile, repos, followers] = await allOrMostTellingFailure([profileBody, repoBodies, followersBody] as const)
+      const [issues, prs] = await Promise.all([issuesOutcome, prsOutcome])
       const missing = [...(issues.count === undefined ? [['totalIssues', issues] as const] : []), ...(prs.count === undefined ? [['totalPRs', prs] as const] : [])]
       const resumes = missing.map(([, outcome]) => outcome.resumesAt)
       return {
@@ -134,20 +135,20 @@ export function createForgeService(options: ForgeServiceOptions): ForgeService {
       }
     },
 
-    async repositoryCounts(owner, repo, call) {
-      const repository = await client.get(upstreamPath`/repos/${owner}/${repo}`, upstreamBodies.repository, undefined, call)
+    async repositoryCounts(owner, repo, context) {
+      const repository = await client.get(upstreamPath`/repos/${owner}/${repo}`, upstreamBodies.repository, undefined, context)
       return { body: toRepositoryCounts(repository), partial: [], isPrivate: repository.private }
     },
 
-    async repositoryList(owner, call) {
+    async repositoryList(owner, context) {
       const query = { sort: 'updated', per_page: MAX_PER_PAGE }
-      const source = await listsPrivateReposOf(owner, call)
+      const source = await listsPrivateReposOf(owner, context)
       const repos =
         source === 'token'
-          ? await client.get('/user/repos', upstreamBodies.repos, { affiliation: 'owner', ...query }, call)
+          ? await client.get('/user/repos', upstreamBodies.repos, { affiliation: 'owner', ...query }, context)
           : source === 'installation'
-            ? await installationRepos(call)
-            : await client.get(upstreamPath`/users/${owner}/repos`, upstreamBodies.repos, query, call)
+            ? await installationRepos(context)
+            : await client.get(upstreamPath`/users/${owner}/repos`, upstreamBodies.repos, query, context)
       const list = { repos: repos.map(toRepository), totalCount: repos.length }
       return { body: list, partial: [], isPrivate: list.repos.some((repository) => repository.isPrivate) }
     },
@@ -160,14 +161,14 @@ function lastUpdate(repo: UpstreamRepo): string {
 }
 
 /**
- * Waits for every call, then resolves to their results, or rejects with the failure that best
- * explains them all, whichever finished first: the profile's own error (404 means "user not
- * found"), else a rate limit, else a 404, else the first failure in call order.
+ * Waits for every body, then resolves to them, or rejects with the failure that best explains
+ * them all, whichever finished first: the profile's own error (404 means "user not found"), else
+ * a rate limit, else a 404, else the first failure in the order given.
  */
-async function allOrMostTellingFailure<const Calls extends readonly Promise<unknown>[]>(
-  calls: Calls,
-): Promise<{ -readonly [Index in keyof Calls]: Awaited<Calls[Index]> }> {
-  const settled = await Promise.allSettled(calls)
+async function allOrMostTellingFailure<const Bodies extends readonly Promise<unknown>[]>(
+  bodies: Bodies,
+): Promise<{ -readonly [Index in keyof Bodies]: Awaited<Bodies[Index]> }> {
+  const settled = await Promise.allSettled(bodies)
   const failures = settled.flatMap((result) => (result.status === 'rejected' ? [result.reason as unknown] : []))
   if (failures.length > 0) {
     const first = settled[0]?.status === 'rejected' ? (settled[0].reason as unknown) : undefined

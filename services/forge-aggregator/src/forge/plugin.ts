@@ -1,14 +1,14 @@
 import fp from 'fastify-plugin'
 import type { Dispatcher } from 'undici'
 import type { ForgeAggregatorConfig } from '../config.ts'
-import { RateLimitBudget } from './budget.ts'
-import { createForgeClient, type ForgeClient } from './client.ts'
-import type { UpstreamCredentials } from './credentials.ts'
-import { createUpstreamMetrics } from './metrics.ts'
+import { RateLimitBudget } from '../upstream/budget.ts'
+import { createForgeClient, type ForgeClient } from '../upstream/client.ts'
+import type { UpstreamCredentials } from '../upstream/credentials.ts'
+import { createUpstreamMetrics } from '../upstream/metrics.ts'
 import { createForgeService, type ForgeService } from './service.ts'
 
-/** The upstream as the app holds it. */
-export interface Upstream {
+/** The forge as the app holds it. */
+export interface Forge {
   /** What each endpoint asks the upstream for. */
   service: ForgeService
   /** The one client every call goes through: the service's. */
@@ -17,11 +17,11 @@ export interface Upstream {
 
 declare module 'fastify' {
   interface FastifyInstance {
-    upstream: Upstream
+    forge: Forge
   }
 }
 
-export interface UpstreamPluginOptions {
+export interface ForgePluginOptions {
   config: Pick<
     ForgeAggregatorConfig,
     'FORGE_API_URL' | 'FORGE_TIMEOUT_MS' | 'FORGE_FOLLOWERS_LIMIT' | 'FORGE_MAX_REPO_PAGES' | 'FORGE_BUDGET_RESERVE'
@@ -37,11 +37,11 @@ export interface UpstreamPluginOptions {
 }
 
 /**
- * The upstream: its metrics, the rate-limit budget (shared through `app.sharedCache` when there
- * is one), the one client that calls it and the service that knows what to ask. Decorates
- * `app.upstream`; closes the client's connections with the app.
+ * The forge: the upstream's metrics, the rate-limit budget (shared through `app.sharedCache` when
+ * there is one), the one client that calls the upstream and the service that knows what to ask.
+ * Decorates `app.forge`; closes the client's connections with the app.
  */
-export const upstream = fp<UpstreamPluginOptions>(
+export const forge = fp<ForgePluginOptions>(
   async (app, { config, credentials, revalidationMaxBytes, now, dispatcher }) => {
     const metrics = createUpstreamMetrics(app.metrics, config.FORGE_BUDGET_RESERVE)
     const store = app.sharedCache?.store
@@ -66,10 +66,10 @@ export const upstream = fp<UpstreamPluginOptions>(
       maxRepoPages: config.FORGE_MAX_REPO_PAGES,
       authentication: credentials.kind,
     })
-    app.decorate('upstream', { service, client })
+    app.decorate('forge', { service, client })
     app.addHook('onClose', () => client.close())
     const githubApp = credentials.kind === 'app' ? { githubApp: { id: credentials.appId, installation: credentials.installationId } } : {}
     app.log.info({ upstream: config.FORGE_API_URL, authenticated: credentials.kind !== 'anonymous', ...githubApp, budgetReserve: config.FORGE_BUDGET_RESERVE }, 'forge upstream')
   },
-  { name: 'upstream', fastify: '5.x', dependencies: ['shared-cache'] },
+  { name: 'forge', fastify: '5.x', dependencies: ['shared-cache'] },
 )

@@ -4,8 +4,8 @@ import nock from 'nock'
 import { createClient } from 'redis'
 import { ConfigError } from '@repo/config'
 import { createTestCertificates, eventually, startPrivateRedis } from '@repo/test-support'
-import { buildAggregator } from './helpers/build.ts'
-import { mockUser } from './helpers/upstream.ts'
+import { buildAggregator } from '../helpers/build.ts'
+import { mockUser } from '../helpers/upstream.ts'
 
 const certificates = await createTestCertificates()
 t.teardown(() => certificates.dispose())

@@ -1,6 +1,7 @@
 import t from 'tap'
-import { buildAggregator, type LogLine } from './helpers/build.ts'
-import { recordUnexpectedCalls } from './helpers/upstream.ts'
+import type { LogLine } from '@repo/test-support'
+import { buildAggregator } from '../helpers/build.ts'
+import { recordUnexpectedCalls } from '../helpers/upstream.ts'
 
 t.test('/health and /ready answer 200 and never call the upstream', async (t) => {
   const { app } = await buildAggregator(t)
@@ -34,7 +35,7 @@ t.test('/health and /ready are not access-logged, even at trace level: probes ev
   // The access line names the URL itself; the debug line before it, under `req`.
   const urlOf = (line: LogLine) => line.url ?? (line.req as { url?: unknown } | undefined)?.url
   t.same(
-    logs().filter((line) => urlOf(line) !== undefined).map((line) => [line.msg, urlOf(line)]),
+    logs.lines.filter((line) => urlOf(line) !== undefined).map((line) => [line.msg, urlOf(line)]),
     [
       ['incoming request', '/api/forge/nothing'],
       ['request completed', '/api/forge/nothing'],

@@ -1,10 +1,10 @@
 import t, { type Test } from 'tap'
 import { setImmediate as nextTurn } from 'node:timers/promises'
 import { pino } from 'pino'
-import { ResponseCache, type Produce } from '../src/cache/response-cache.ts'
-import type { ProductionLock } from '../src/shared-cache/lock.ts'
-import type { SharedStore } from '../src/shared-cache/store.ts'
-import { BudgetSpent, UpstreamFailure, UpstreamNotFound, UpstreamRateLimited } from '../src/upstream/errors.ts'
+import { ResponseCache, type Produce } from '../../src/cache/response-cache.ts'
+import type { ProductionLock } from '../../src/shared-cache/lock.ts'
+import type { SharedStore } from '../../src/shared-cache/store.ts'
+import { BudgetSpent, UpstreamFailure, UpstreamNotFound, UpstreamRateLimited } from '../../src/upstream/errors.ts'
 
 const log = pino({ level: 'silent' })
 const REQUEST = { endpoint: 'users', log } as const
@@ -205,10 +205,14 @@ t.test('a production the budget refused answers a known key stale (budget) and a
   t.match(error, { name: 'BudgetSpent', retryAfterSeconds: 30 })
 })
 
-t.test('a production is told whether it revalidates an answer that could still be sent stale', async (t) => {
+t.test("a production is given its request's logger, and told whether it revalidates an answer that could still be sent stale", async (t) => {
   const { get, advance } = cacheOn({ ttlSeconds: 60 })
   const told: boolean[] = []
-  const produce: Produce = async (revalidates) => (told.push(revalidates), { body: 'x', partial: [], isPrivate: false })
+  const produce: Produce = async (context) => {
+    t.equal(context.log, log, "the request's own logger")
+    told.push(context.revalidates)
+    return { body: 'x', partial: [], isPrivate: false }
+  }
   await get('k', produce)
   advance(60_001)
   await get('k', produce)

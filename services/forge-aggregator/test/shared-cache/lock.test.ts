@@ -4,9 +4,9 @@ import pino from 'pino'
 import { createClient } from 'redis'
 import { createRedisConnection, type RedisConnection, type RedisSubscriber } from '@repo/service-kit'
 import { eventually, startPrivateRedis } from '@repo/test-support'
-import { createProductionLock, type ProductionClaim, type ProductionLock } from '../src/shared-cache/lock.ts'
+import { createProductionLock, type ProductionClaim, type ProductionLock } from '../../src/shared-cache/lock.ts'
 
-// The lock on its own, on a private Redis: what the app-level tests of shared-cache.test.ts
+// The lock on its own, on a private Redis: what the app-level tests of lock-across-replicas.test.ts
 // cannot reach, such as a replica whose Redis refuses one command, or a subscriber cut off.
 const redis = await startPrivateRedis({ durable: false })
 const adminUrl = `redis://127.0.0.1:${redis.port}`

@@ -4,11 +4,11 @@ import { eventually } from '@repo/test-support'
 import { pino } from 'pino'
 import { Type } from '@sinclair/typebox'
 import { TypeCompiler } from '@sinclair/typebox/compiler'
-import { upstreamPath } from '../src/upstream/client.ts'
-import { UpstreamFailure, UpstreamNotFound, UpstreamRateLimited } from '../src/upstream/errors.ts'
-import { buildAggregator, testClock, type TestClock, type TestEnv } from './helpers/build.ts'
-import { startLocalUpstream } from './helpers/local-upstream.ts'
-import { API, PINNED_HEADERS, RESOURCE_HEADERS, recordUnexpectedCalls } from './helpers/upstream.ts'
+import { upstreamPath } from '../../src/upstream/client.ts'
+import { UpstreamFailure, UpstreamNotFound, UpstreamRateLimited } from '../../src/upstream/errors.ts'
+import { buildAggregator, testClock, type TestClock, type TestEnv } from '../helpers/build.ts'
+import { startLocalUpstream } from '../helpers/local-upstream.ts'
+import { API, PINNED_HEADERS, RESOURCE_HEADERS, recordUnexpectedCalls } from '../helpers/upstream.ts'
 
 t.afterEach(() => {
   nock.cleanAll()
@@ -20,13 +20,13 @@ const TOKEN = 'ghp_clienttesttoken000000000000000000000000'
 const BODY = TypeCompiler.Compile(Type.Union([Type.Object({}), Type.Array(Type.Unknown())]))
 
 /**
- * The client as the app builds it and holds it (`app.upstream.client`): its budget, interceptors
- * and held bodies wired by the upstream plugin from the configuration, upstream at nock's API
+ * The client as the app builds it and holds it (`app.forge.client`): its budget, interceptors
+ * and held bodies wired by the forge plugin from the configuration, upstream at nock's API
  * unless `env` says otherwise, no budget reserve, on `clock` (one of its own unless given).
  */
 async function openClient(t: Test, env: TestEnv = {}, clock: TestClock = testClock()) {
   const { app } = await buildAggregator(t, { env: { FORGE_BUDGET_RESERVE: 0, FORGE_TIMEOUT_MS: 2_000, ...env }, clock })
-  return app.upstream.client
+  return app.forge.client
 }
 
 t.test('upstreamPath percent-encodes every interpolated value as one segment', async (t) => {
@@ -154,8 +154,18 @@ t.test('a connection reset is retried', async (t) => {
 
 t.test('concurrent identical GETs share one upstream call', async (t) => {
   const client = await openClient(t)
-  const scope = nock(API).get('/users/mona').once().delay(30).reply(200, { login: 'mona' })
-  const bodies = await Promise.all(Array.from({ length: 10 }, () => client.get('/users/mona', BODY)))
+  // The one call is answered once it has reached the upstream: all ten were made before it could be.
+  const { promise: reached, resolve: reachedUpstream } = Promise.withResolvers<void>()
+  const scope = nock(API)
+    .get('/users/mona')
+    .once()
+    .reply(async () => {
+      reachedUpstream()
+      return [200, { login: 'mona' }]
+    })
+  const gets = Array.from({ length: 10 }, () => client.get('/users/mona', BODY))
+  await reached
+  const bodies = await Promise.all(gets)
   t.same(new Set(bodies.map((body) => JSON.stringify(body))), new Set([JSON.stringify({ login: 'mona' })]))
   scope.done()
 })
@@ -219,8 +229,8 @@ t.test('bodies without an ETag (searches) are not held', async (t) => {
 
 /**
  * What FORGE_CACHE_MAX_MB=1 leaves the held bodies, in characters of their text and ETag: three
- * quarters, answers having the other (caching.test.ts). Written out, not asked of `cacheMemory`,
- * whose share is what this checks.
+ * quarters, answers having the other (cache/response-cache-plugin.test.ts). Written out, not asked
+ * of `cacheMemory`, whose share is what this checks.
  */
 const HELD_BOUND = 768 * 1024
 

@@ -1,8 +1,9 @@
 import t from 'tap'
 import nock from 'nock'
-import { buildAggregator } from './helpers/build.ts'
+import { buildAggregator, untilUpstreamAnswered } from '../helpers/build.ts'
 import {
   API,
+  heldReply,
   PINNED_HEADERS,
   RESOURCE_HEADERS,
   makeFollowers,
@@ -12,7 +13,7 @@ import {
   mockSearch,
   mockUser,
   recordUnexpectedCalls,
-} from './helpers/upstream.ts'
+} from '../helpers/upstream.ts'
 
 t.afterEach(() => {
   nock.cleanAll()
@@ -265,9 +266,10 @@ t.test('a user that does not exist answers 404 User not found', async (t) => {
 })
 
 t.test("the profile's failure explains the answer even when another call failed first", async (t) => {
-  const { app } = await buildAggregator(t)
+  const { app, logs } = await buildAggregator(t)
   const scope = nock(API)
-  scope.get('/users/mona').delay(50).reply(404, { message: 'Not Found' })
+  // The profile's 404 waits until another call's failure has reached the service.
+  scope.get('/users/mona').reply(heldReply(untilUpstreamAnswered(logs, 500), 404, { message: 'Not Found' }))
   scope.get('/users/mona/repos').query(true).reply(500, { message: 'Server Error' })
   scope.get('/users/mona/followers').query(true).reply(500, { message: 'Server Error' })
   scope.get('/search/issues').query(true).times(2).reply(200, { total_count: 0, incomplete_results: false, items: [] })
@@ -278,11 +280,15 @@ t.test("the profile's failure explains the answer even when another call failed 
 })
 
 t.test('a rate-limited followers call makes the whole answer 403, even when another call failed otherwise', async (t) => {
-  const { app } = await buildAggregator(t)
+  const { app, logs } = await buildAggregator(t)
   const scope = nock(API)
   scope.get('/users/mona').reply(200, makeUser('mona', { public_repos: 1 }))
   scope.get('/users/mona/repos').query(true).reply(500, { message: 'Server Error' })
-  scope.get('/users/mona/followers').query(true).delay(30).reply(403, { message: 'API rate limit exceeded' }, { 'retry-after': '12' })
+  // The rate limit waits until the other call's failure has reached the service.
+  scope
+    .get('/users/mona/followers')
+    .query(true)
+    .reply(heldReply(untilUpstreamAnswered(logs, 500), 403, { message: 'API rate limit exceeded' }, { 'retry-after': '12' }))
   scope.get('/search/issues').query(true).times(2).reply(200, { total_count: 0, incomplete_results: false, items: [] })
 
   const res = await app.inject({ method: 'GET', url: '/api/forge/users?user_name=mona' })

@@ -2,8 +2,9 @@ import t from 'tap'
 import nock from 'nock'
 import { createClient } from 'redis'
 import { eventually, startRedisWithServiceUsers, TEST_REDIS_ADMIN, TEST_REDIS_USERS } from '@repo/test-support'
-import { buildAggregator, testClock } from './helpers/build.ts'
-import { API, makeFollowers, makeRepos, makeUser, recordUnexpectedCalls, RESOURCE_HEADERS, searchResult, SEARCH_HEADERS } from './helpers/upstream.ts'
+import { buildAggregator, testClock } from '../helpers/build.ts'
+import { pingsAnswered, untilWaitingOnAnotherReplica } from '../helpers/shared-redis.ts'
+import { mockHeldUser, recordUnexpectedCalls } from '../helpers/upstream.ts'
 
 // Redis as compose and the Kubernetes base run it: the users of deploy/redis/users.acl.template.
 const redis = await startRedisWithServiceUsers({ durable: false })
@@ -33,11 +34,8 @@ t.test('the aggregator works under its own ACL user: shared answers, the product
   const clock = testClock()
   const [one, two, three] = await Promise.all([1, 2, 3].map(() => buildAggregator(t, { clock, env })))
   const unexpected = recordUnexpectedCalls(t)
-  const scope = nock(API)
-  scope.get('/users/mona').delay(100).reply(200, makeUser('mona', { public_repos: 2 }), RESOURCE_HEADERS)
-  scope.get('/users/mona/repos').query(true).delay(100).reply(200, makeRepos('mona', 2), RESOURCE_HEADERS)
-  scope.get('/users/mona/followers').query(true).delay(100).reply(200, makeFollowers(1), RESOURCE_HEADERS)
-  scope.get('/search/issues').query(true).times(2).delay(100).reply(200, searchResult(1), SEARCH_HEADERS)
+  // The production is held until the other replica is seen waiting on it.
+  const scope = mockHeldUser('mona', untilWaitingOnAnotherReplica(admin, await pingsAnswered(admin)))
   const answers = await Promise.all(Array.from({ length: 30 }, (_, index) => [one, two][index % 2]!.app.inject({ method: 'GET', url: '/api/forge/users?user_name=mona' })))
   t.same(new Set(answers.map((res) => res.statusCode)), new Set([200]))
   scope.done()

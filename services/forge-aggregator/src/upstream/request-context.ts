@@ -1,0 +1,16 @@
+import type { FastifyBaseLogger } from 'fastify'
+
+/**
+ * The request the upstream is asked for. The response cache makes it once per production, and it
+ * goes as it is through the service and the client to the budget interceptor, which reads it from
+ * the dispatch options (`requestContext`, declared beside the interceptor in `budget.ts`).
+ */
+export interface RequestContext {
+  /** The request's logger: every line about its upstream calls carries its request id. */
+  readonly log: FastifyBaseLogger
+  /**
+   * The request revalidates an answer that could still be sent stale: below the reserve its calls
+   * are not made, so that what is left goes to users never seen (docs/design.md, "Rate-limit budget").
+   */
+  readonly revalidates: boolean
+}
