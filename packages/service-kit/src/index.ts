@@ -9,12 +9,10 @@ export {
   type RedisClient,
   type RedisConnection,
   type RedisConnectionOptions,
-  type RedisAuth,
   type RedisCommands,
   type RedisSentinelClient,
-  type RedisSentinelTarget,
   type RedisSubscriber,
-  type RedisTarget,
 } from './redis/connection.ts'
+export type { RedisAuth, RedisSentinelTarget, RedisTarget } from './redis/location.ts'
 export { runService, type ServiceDefinition } from './process/run-service.ts'
 export { createServer, type ServerOptions } from './http/server.ts'
