@@ -17,7 +17,7 @@ export class ConfigError extends Error {
 }
 
 /** A string variable restricted to a fixed set of values. */
-export function OneOf<const Values extends readonly string[]>(
+function OneOf<const Values extends readonly string[]>(
   values: Values,
   options: { default?: Values[number]; description?: string } = {},
 ): TUnsafe<Values[number]> {
@@ -25,12 +25,12 @@ export function OneOf<const Values extends readonly string[]>(
 }
 
 /** A comma-separated variable read as a list of non-empty, trimmed entries. */
-export function CommaSeparated(options: { description?: string } = {}): TUnsafe<string[]> {
+function CommaSeparated(options: { description?: string } = {}): TUnsafe<string[]> {
   // `separator` is env-schema's own keyword: it splits the string before validation ends.
   return Type.Unsafe<string[]>({ type: 'string', separator: ',', ...options })
 }
 
-export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const
 
 /**
  * `TRUST_PROXY`: `true`, `false`, a hop count, or comma-separated addresses, CIDRs and proxy-addr's

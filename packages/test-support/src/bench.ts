@@ -104,7 +104,7 @@ export function reportComparison(title: string, figures: { service: SideFigures;
  * two-core machine the rate a server reaches moves with its neighbours and with the load
  * generator, its cost per request much less. Undefined where there is no /proc.
  */
-export function cpuMicros(pid: number | undefined): number | undefined {
+function cpuMicros(pid: number | undefined): number | undefined {
   if (pid === undefined) return undefined
   try {
     // Fields 14 and 15 (utime, stime) in clock ticks of 10 ms (USER_HZ is 100 on Linux);

@@ -2,7 +2,7 @@ import { access, constants } from 'node:fs/promises'
 import { chromium } from 'playwright-core'
 
 /** Debian's `chromium` package: nothing is downloaded at install time. */
-export const CHROMIUM_PATH = '/usr/bin/chromium'
+const CHROMIUM_PATH = '/usr/bin/chromium'
 
 /** A browser that never reaches the internet on its own, and needs neither a GPU nor a sandbox. */
 const CHROMIUM_FLAGS = [

@@ -1,21 +1,20 @@
 export { LISTENING, eventually, findFreePort, isListening, nodePath, runProcess, runServiceSource, waitForStatus, type RunningProcess } from './process.ts'
-export { renderSwaggerUi, whyNoBrowser, CHROMIUM_PATH, type RenderedDocs } from './browser.ts'
+export { renderSwaggerUi, whyNoBrowser, type RenderedDocs } from './browser.ts'
 export {
   createPrivateRedis,
   createPrivateSentinel,
   startPrivateRedis,
-  startPrivateSentinel,
   startPrivateSentinelGroup,
   type PrivateSentinelGroup,
   type PrivateRedis,
   type PrivateRedisOptions,
   type PrivateSentinelOptions,
 } from './redis-server.ts'
-export { answerWithoutLogin, composeRedisFlags, REDIS_ACL_DIR, TEST_REDIS_ADMIN, TEST_REDIS_USERS, renderServiceUsersAcl, startRedisWithServiceUsers } from './redis-users.ts'
+export { answerWithoutLogin, composeRedisFlags, TEST_REDIS_ADMIN, TEST_REDIS_USERS, renderServiceUsersAcl, startRedisWithServiceUsers } from './redis-users.ts'
 export { createTestCertificates, type TestCertificates } from './certificates.ts'
 export { rootStartEnv } from './turbo.ts'
 export { compareInSlices, reportComparison, type BenchServer, type SideFigures, type SliceLoad } from './bench.ts'
 export { exchangeRaw, type RawAnswer } from './raw-http.ts'
 export { captureLogs, type CapturedLogs, type LogLine } from './logs.ts'
-export { startOtlpReceiver, startOtlpSink, type OtlpReceiver, type OtlpSpan } from './otlp-receiver.ts'
-export { configurationDocProblems, documentedVariables, readConfigurationDoc, DOCUMENTED_SERVICES, type DocumentedVariable, type VariableSchemas } from './configuration-doc.ts'
+export { startOtlpReceiver, type OtlpReceiver, type OtlpSpan } from './otlp-receiver.ts'
+export { configurationDocProblems, readConfigurationDoc } from './configuration-doc.ts'

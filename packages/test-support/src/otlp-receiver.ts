@@ -66,25 +66,3 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
     },
   }
 }
-
-/**
- * An OTLP/HTTP endpoint that reads every export and drops it, answering 200: what a bench points
- * a traced service at to measure what producing and sending its spans costs, in any encoding.
- */
-export async function startOtlpSink(): Promise<{ url: string; close(): Promise<void> }> {
-  const server = createServer((request, response) => {
-    request.resume()
-    request.on('end', () => response.writeHead(200, { 'content-type': 'application/json' }).end('{}'))
-  })
-  server.listen(0, '127.0.0.1')
-  await once(server, 'listening')
-  const { port } = server.address() as { port: number }
-  return {
-    url: `http://127.0.0.1:${port}`,
-    close: async () => {
-      server.closeAllConnections()
-      server.close()
-      await once(server, 'close')
-    },
-  }
-}

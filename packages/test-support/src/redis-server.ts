@@ -144,7 +144,7 @@ export async function createPrivateSentinel(options: PrivateSentinelOptions): Pr
 }
 
 /** A private Redis Sentinel (`createPrivateSentinel`), started. */
-export async function startPrivateSentinel(options: PrivateSentinelOptions): Promise<PrivateRedis> {
+async function startPrivateSentinel(options: PrivateSentinelOptions): Promise<PrivateRedis> {
   const sentinel = await createPrivateSentinel(options)
   await sentinel.start()
   return sentinel

@@ -10,7 +10,7 @@ import { parse } from 'yaml'
 import { startPrivateRedis, type PrivateRedis, type PrivateRedisOptions } from './redis-server.ts'
 
 /** deploy/redis: the ACL users' template and the script that renders it, as compose and Kubernetes use them. */
-export const REDIS_ACL_DIR = fileURLToPath(new URL('../../../deploy/redis/', import.meta.url))
+const REDIS_ACL_DIR = fileURLToPath(new URL('../../../deploy/redis/', import.meta.url))
 
 /** The passwords the tests fill in; the services' users are named as in the template. */
 export const TEST_REDIS_USERS = {

@@ -48,7 +48,7 @@ export async function buildApp(config: Readonly<ForgeAggregatorConfig>, options:
       errorBody,
       internalErrorBody: { error: 'Internal server error', details: 'Unexpected error; the server log has the cause' },
     },
-    cors: { origins: config.CORS_ORIGINS, methods: ['GET', 'HEAD'] },
+    cors: { origins: config.CORS_ORIGINS, methods: ['GET', 'HEAD'], exposedHeaders: ['ETag', 'X-Forge-Partial', 'Cache-Status', 'Age'] },
     // With a shared Redis the replicas count each client together; in the process otherwise.
     rateLimit: { perMinute: config.RATE_LIMIT_PER_MINUTE, redis: app.sharedCache?.connection.client },
   })

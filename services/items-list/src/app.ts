@@ -44,7 +44,7 @@ export async function buildApp(config: ItemsListConfig, { logger }: { logger: Fa
   await app.register(serviceKit, {
     openapi: { title: 'items-list', version: '1.0.0', description: 'An ordered list of item names kept in Redis.' },
     errors: { errorBody, validationStatus: 422, mapError: mapStoreFailure },
-    cors: { origins: config.CORS_ORIGINS, methods: ['GET', 'HEAD', 'POST', 'DELETE'] },
+    cors: { origins: config.CORS_ORIGINS, methods: ['GET', 'HEAD', 'POST', 'DELETE'], exposedHeaders: ['Link', 'Idempotent-Replayed'] },
     // Counted in the store's Redis, so that replicas share each client's count.
     rateLimit: { perMinute: config.RATE_LIMIT_PER_MINUTE, redis: app.itemStoreRedis },
   })

@@ -6,20 +6,22 @@ export interface CorsOptions {
   origins?: readonly string[] | undefined
   /** The methods a browser may use across origins. */
   methods: string[]
+  /** The service's own response headers a browser script on another origin may read. */
+  exposedHeaders: readonly string[]
 }
 
-/** Response headers a browser script on another origin may read. */
-const EXPOSED_HEADERS = ['ETag', 'Retry-After', 'X-Forge-Partial', 'Cache-Status', 'Age', 'X-Request-Id']
+/** What the kit itself sets that a client relies on: every answer's request id, and a 429's wait. */
+const KIT_EXPOSED_HEADERS = ['X-Request-Id', 'Retry-After']
 
-/** CORS for the configured origins (`*` for any), exposing the headers clients rely on. */
+/** CORS for the configured origins (`*` for any), exposing the kit's headers and the service's. */
 export const cors = fp<CorsOptions>(
-  async (app, { origins, methods }) => {
+  async (app, { origins, methods, exposedHeaders }) => {
     if (!origins) return
     await app.register(fastifyCors, {
       origin: origins.includes('*') ? '*' : [...origins],
       // @fastify/cors allows only GET, HEAD and POST unless told otherwise.
       methods,
-      exposedHeaders: EXPOSED_HEADERS,
+      exposedHeaders: [...KIT_EXPOSED_HEADERS, ...exposedHeaders],
     })
   },
   { name: 'cors', fastify: '5.x' },

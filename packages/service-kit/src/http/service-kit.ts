@@ -3,7 +3,7 @@ import type { preHandlerHookHandler } from 'fastify'
 import { errorHandling, type ErrorHandlingOptions } from '@repo/http-errors'
 import { drain } from '../process/drain.ts'
 import { activeTracing } from '../tracing/tracing.ts'
-import { cors } from './cors.ts'
+import { cors, type CorsOptions } from './cors.ts'
 import { hostHeader } from './host-header.ts'
 import { jsonBody } from './json-body.ts'
 import { metrics } from './metrics.ts'
@@ -17,8 +17,8 @@ export interface ServiceKitOptions {
   openapi: OpenApiOptions
   /** How the service answers errors: its body shape, validation status, its own error types. */
   errors: ErrorHandlingOptions
-  /** `CORS_ORIGINS`, and the methods a browser may use across origins. */
-  cors: { origins?: readonly string[] | undefined; methods: string[] }
+  /** `CORS_ORIGINS`, the methods a browser may use across origins, and the headers it may read. */
+  cors: CorsOptions
   /** `RATE_LIMIT_PER_MINUTE`, and the Redis where replicas count together (in the process when omitted). */
   rateLimit: { perMinute: number; redis?: RateLimitRedis | undefined }
 }

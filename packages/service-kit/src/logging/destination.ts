@@ -7,9 +7,8 @@ const LOG_FLUSH_INTERVAL_MS = 1_000
 
 /**
  * Where a service's log lines go: stdout, in batches of about 4 KB, or every second when fewer
- * arrive (a write per access line cost items-list a quarter of its throughput). The batches are
- * written synchronously: measured under load, pino's asynchronous mode spent more on its
- * thread-pool round trip per batch than the write itself costs. Whatever still waits is written
+ * arrive, because a write per line costs throughput; written synchronously, because pino's
+ * asynchronous mode costs more than the write (docs/benchmarks.md). Whatever still waits is written
  * when the process exits, after a shutdown or a crash alike: 'exit' comes last, after
  * close-with-grace has logged either.
  */

@@ -1,39 +1,11 @@
-import { readFileSync } from 'node:fs'
-import { createClient, createSentinel, type RedisClientOptions, type RedisScripts } from 'redis'
+import { createClient, createSentinel, type RedisScripts } from 'redis'
 import { Gauge, type Registry } from 'prom-client'
 import type { FastifyBaseLogger } from 'fastify'
-import { ConfigError } from '@repo/config'
 import { withDeadline } from './deadline.ts'
+import { clientOptions, redactedTarget, sentinelOptions, type RedisAuth, type RedisNodeTarget, type RedisSentinelTarget, type RedisTarget } from './location.ts'
 
 /** ok: Redis answered; error: it refused or could not be reached; timeout: the deadline passed first. */
 export type CommandOutcome = 'ok' | 'error' | 'timeout'
-
-/**
- * Who connects, and whom it trusts: the same for every kind of target (`REDIS_USERNAME`,
- * `REDIS_PASSWORD`, `REDIS_CA_FILE`). A username or password written in a URL wins over these.
- * With Sentinel they are given to the data nodes (the primary and its replicas), not to the sentinels.
- */
-export interface RedisAuth {
-  /** The ACL user; `default` when only a password is given. */
-  username?: string | undefined
-  password?: string | undefined
-  /** A PEM file of the CA that signed Redis's certificate (a private CA); only with TLS (`rediss://`). */
-  caFile?: string | undefined
-}
-
-/** A primary found through Redis Sentinel (`REDIS_SENTINELS`, `REDIS_SENTINEL_NAME`), followed across failovers. */
-export interface RedisSentinelTarget {
-  sentinels: Array<{ host: string; port: number }>
-  /** The name the sentinels monitor the primary under. */
-  name: string
-  database?: number
-}
-
-/** One Redis server: `REDIS_URL`, or its parts. */
-export type RedisNodeTarget = ({ url: string } | { host: string; port: number; database?: number }) & RedisAuth
-
-/** Where to connect: one server, or the sentinels that know the primary; with the credentials and CA of every kind. */
-export type RedisTarget = RedisNodeTarget | (RedisSentinelTarget & RedisAuth)
 
 export interface RedisConnectionOptions<Scripts extends RedisScripts> {
   target: RedisTarget
@@ -116,6 +88,7 @@ const DEFAULT_DEADLINE_MS = 500
 const DEFAULT_PROBE_INTERVAL_MS = 500
 /** Reconnect quickly after a restart, without hammering a Redis that stays down. */
 const MAX_RECONNECT_DELAY_MS = 500
+const SOCKET = { connectTimeout: 1_000, reconnectStrategy: (retries: number) => Math.min(50 * 2 ** retries, MAX_RECONNECT_DELAY_MS) }
 
 /**
  * Connects to Redis without waiting for it, reconnects by itself forever, and never makes a
@@ -128,16 +101,8 @@ const MAX_RECONNECT_DELAY_MS = 500
 export function createRedisConnection<Scripts extends RedisScripts = NoScripts>(options: RedisConnectionOptions<Scripts>): RedisConnection<Scripts> {
   const { logger, purpose, onCommand, deadlineMs = DEFAULT_DEADLINE_MS, probeIntervalMs = DEFAULT_PROBE_INTERVAL_MS } = options
   const { target } = options
-  const client: RedisCommands<Scripts> = 'sentinels' in target
-    ? createSentinelClient(target, options.scripts)
-    : createClient<NoModules, NoFunctions, Scripts>({
-        ...clientOptions(target),
-        disableOfflineQueue: true,
-        commandOptions: { timeout: 0 },
-        ...(options.scripts ? { scripts: options.scripts } : {}),
-      })
+  const client: RedisCommands<Scripts> = 'sentinels' in target ? createSentinelClient(target, options.scripts) : createNodeClient(target, options.scripts)
   const duplicates: RedisCommands<Scripts>[] = []
-  // Where we connect, for the logs: never the URL itself, which may hold a password.
   const where = { purpose, ...redactedTarget(target) }
   let setAside = false
   let probe: NodeJS.Timeout | undefined
@@ -248,76 +213,36 @@ export function createRedisConnection<Scripts extends RedisScripts = NoScripts>(
   }
 }
 
-const SOCKET = { connectTimeout: 1_000, reconnectStrategy: (retries: number) => Math.min(50 * 2 ** retries, MAX_RECONNECT_DELAY_MS) }
-
-/**
- * node-redis's options for `target`: where, as whom, and whom to trust, with this module's
- * connect timeout and reconnection back-off. Reads the CA file now, so that a missing one stops
- * the start rather than every connection: throws `ConfigError` naming `REDIS_CA_FILE` when it
- * cannot be read or is given without TLS (it would be silently ignored).
- */
-export function clientOptions(target: RedisNodeTarget): Pick<RedisClientOptions, 'url' | 'socket' | 'username' | 'password' | 'database' | 'disableClientInfo'> {
-  const tls = 'url' in target && new URL(target.url).protocol === 'rediss:'
-  const socket = { ...SOCKET, ...trustOf(target.caFile, tls) }
-  return {
-    ...('url' in target ? { url: target.url, socket } : { socket: { ...socket, host: target.host, port: target.port }, database: target.database ?? 0 }),
-    ...(target.username === undefined ? {} : { username: target.username }),
-    ...(target.password === undefined ? {} : { password: target.password }),
-    // CLIENT SETINFO only labels the connection, and Redis before 7.2 has no such command: the
-    // services' ACL users are not given CLIENT (docs/design.md, *Redis ACLs and the
-    // append-only file*), so every connection would log a denial.
-    disableClientInfo: true,
-  }
-}
-
-/** Node's own trust store unless a CA file is given; then that CA alone. */
-function trustOf(caFile: string | undefined, tls: boolean): { tls?: true; ca?: string } {
-  if (caFile === undefined) return {}
-  if (!tls) throw new ConfigError(['REDIS_CA_FILE is set but the Redis connection is not TLS (a rediss:// REDIS_URL)'])
-  try {
-    return { tls: true, ca: readFileSync(caFile, 'utf8') }
-  } catch (error) {
-    // Every error readFileSync throws has a code (ENOENT, EACCES, EISDIR…); its message would show the path.
-    throw new ConfigError([`REDIS_CA_FILE cannot be read (${String((error as NodeJS.ErrnoException).code)})`])
-  }
-}
-
 /** For promises whose failure is reported elsewhere (the 'error' listener) or is the answer itself. */
 function ignore(): void {}
 
 /**
- * A Sentinel client whose data-node connections behave as a client's do (no offline queue, quick
- * reconnection, the credentials), and whose node errors reach the one 'error' listener, so that an
- * outage is logged once whatever node failed.
+ * A client to one server that queues nothing while disconnected, leaves the deadline to `run`,
+ * and reconnects quickly.
  */
-function createSentinelClient<Scripts extends RedisScripts>(target: RedisSentinelTarget & RedisAuth, scripts: Scripts | undefined): RedisSentinelClient<Scripts> {
-  // TLS needs the URL form: a CA file here would be trusted by nothing.
-  trustOf(target.caFile, false)
-  return createSentinel<NoModules, NoFunctions, Scripts>({
-    name: target.name,
-    sentinelRootNodes: target.sentinels,
-    nodeClientOptions: {
-      socket: SOCKET,
-      disableOfflineQueue: true,
-      database: target.database ?? 0,
-      ...(target.username === undefined ? {} : { username: target.username }),
-      ...(target.password === undefined ? {} : { password: target.password }),
-      // As in clientOptions: the services' ACL users are not given CLIENT.
-      disableClientInfo: true,
-    },
-    sentinelClientOptions: { socket: { connectTimeout: SOCKET.connectTimeout } },
-    passthroughClientErrorEvents: true,
+function createNodeClient<Scripts extends RedisScripts>(target: RedisNodeTarget, scripts: Scripts | undefined): RedisClient<Scripts> {
+  const location = clientOptions(target)
+  return createClient<NoModules, NoFunctions, Scripts>({
+    ...location,
+    socket: { ...SOCKET, ...location.socket },
+    disableOfflineQueue: true,
     commandOptions: { timeout: 0 },
     ...(scripts ? { scripts } : {}),
   })
 }
 
-function redactedTarget(target: RedisTarget): Record<string, unknown> {
-  const user = target.username === undefined ? {} : { username: target.username }
-  if ('sentinels' in target) {
-    return { sentinels: target.sentinels.map(({ host, port }) => `${host}:${port}`), name: target.name, database: target.database ?? 0, ...user }
-  }
-  if (!('url' in target)) return { host: target.host, port: target.port, database: target.database ?? 0, ...user }
-  const { protocol, host, pathname } = new URL(target.url)
-  return { url: `${protocol}//${host}${pathname}`, ...user }
+/**
+ * A Sentinel client whose data-node connections behave as a client's do, and whose node errors
+ * reach the one 'error' listener, so that an outage is logged once whatever node failed.
+ */
+function createSentinelClient<Scripts extends RedisScripts>(target: RedisSentinelTarget & RedisAuth, scripts: Scripts | undefined): RedisSentinelClient<Scripts> {
+  const location = sentinelOptions(target)
+  return createSentinel<NoModules, NoFunctions, Scripts>({
+    ...location,
+    nodeClientOptions: { ...location.nodeClientOptions, socket: SOCKET, disableOfflineQueue: true },
+    sentinelClientOptions: { socket: { connectTimeout: SOCKET.connectTimeout } },
+    passthroughClientErrorEvents: true,
+    commandOptions: { timeout: 0 },
+    ...(scripts ? { scripts } : {}),
+  })
 }

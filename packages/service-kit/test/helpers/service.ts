@@ -5,6 +5,7 @@ import { createLogger, createServer, serviceKit, type ServiceKitOptions } from '
 export interface ServiceOptions {
   trustProxy?: string
   corsOrigins?: string[]
+  exposedHeaders?: string[]
   rateLimit?: ServiceKitOptions['rateLimit']
   level?: string
 }
@@ -23,7 +24,7 @@ export async function buildService(t: Test, options: ServiceOptions = {}) {
   await app.register(serviceKit, {
     openapi: { title: 'kit', version: '1.0.0', description: 'a test service' },
     errors: { errorBody },
-    cors: { origins: options.corsOrigins, methods: ['GET', 'DELETE'] },
+    cors: { origins: options.corsOrigins, methods: ['GET', 'DELETE'], exposedHeaders: options.exposedHeaders ?? [] },
     rateLimit: options.rateLimit ?? { perMinute: 0 },
   })
   app.get('/things/:id', { schema: { response: { 200: { type: 'object', properties: { id: { type: 'string' } } } } } }, async (request) => {
