@@ -1,4 +1,4 @@
-import t from 'tap'
+import t, { type Test } from 'tap'
 import nock from 'nock'
 import { eventually } from '@repo/test-support'
 import { pingsAnswered, sharedAvailable, sharedRedis, untilWaitingOnAnotherReplica } from '../helpers/shared-redis.ts'
@@ -34,20 +34,14 @@ t.test('Redis killed mid-test: requests are answered from the upstream, the outa
 })
 
 t.test('a request waiting on another replica’s production is let go at once when Redis goes away', async (t) => {
-  const [one] = await replicas(t, 1, { env: { FORGE_TIMEOUT_MS: 5_000 } })
-  const namespace = await namespaceOf(one!, 'probe')
-  await inspector.set(`${namespace}lock:repo/octocat/hello`, 'dead-replica', { expiration: { type: 'PX', value: 60_000 } })
-  nock(API).get('/repos/octocat/hello').reply(200, fixtures.repository, RESOURCE_HEADERS)
-  const pings = await pingsAnswered(inspector)
-  const answer = one!.app.inject({ method: 'GET', url: HELLO })
-  await untilWaitingOnAnotherReplica(inspector, pings)
+  const { one, answer } = await waitingOnADeadReplica(t)
   const stopped = Date.now()
   await redis.stop()
   const res = await answer
   t.equal(res.statusCode, 200)
   t.ok(Date.now() - stopped < 2_000, `answered ${Date.now() - stopped} ms after Redis went away, not after FORGE_TIMEOUT_MS`)
   await redis.start()
-  t.ok(await eventually(() => sharedAvailable(one!)))
+  t.ok(await eventually(() => sharedAvailable(one)))
 })
 
 t.test('a production lock Redis does not grant in time is not waited for: the request is answered alone', async (t) => {
@@ -79,13 +73,7 @@ t.test('a replica whose Redis never answers starts, answers from the upstream al
 })
 
 t.test('a request waiting on another replica’s production is let go within about a second when Redis hangs', async (t) => {
-  const [one] = await replicas(t, 1, { env: { FORGE_TIMEOUT_MS: 5_000 } })
-  const namespace = await namespaceOf(one!, 'probe')
-  await inspector.set(`${namespace}lock:repo/octocat/hello`, 'dead-replica', { expiration: { type: 'PX', value: 60_000 } })
-  nock(API).get('/repos/octocat/hello').reply(200, fixtures.repository, RESOURCE_HEADERS)
-  const pings = await pingsAnswered(inspector)
-  const answer = one!.app.inject({ method: 'GET', url: HELLO })
-  await untilWaitingOnAnotherReplica(inspector, pings)
+  const { one, answer } = await waitingOnADeadReplica(t)
   const paused = Date.now()
   redis.pause()
   t.teardown(() => redis.resume())
@@ -93,7 +81,7 @@ t.test('a request waiting on another replica’s production is let go within abo
   t.equal(res.statusCode, 200)
   t.ok(Date.now() - paused < 1_500, `answered ${Date.now() - paused} ms after Redis hung, not after FORGE_TIMEOUT_MS`)
   redis.resume()
-  t.ok(await eventually(() => sharedAvailable(one!)))
+  t.ok(await eventually(() => sharedAvailable(one)))
 })
 
 t.test('Redis paused (hung): requests are answered within about a second, and sharing resumes when it answers again', async (t) => {
@@ -118,3 +106,15 @@ t.test('Redis paused (hung): requests are answered within about a second, and sh
   t.ok(await eventually(() => sharedAvailable(one!)), 'answers are shared again')
   t.ok(one!.logs.lines.some((line) => line.msg === 'Redis connection ready'))
 })
+
+/** A replica's request for hello, seen waiting on a production that another replica, gone, holds the lock of. */
+async function waitingOnADeadReplica(t: Test) {
+  const [one] = await replicas(t, 1, { env: { FORGE_TIMEOUT_MS: 5_000 } })
+  const namespace = await namespaceOf(one!, 'probe')
+  await inspector.set(`${namespace}lock:repo/octocat/hello`, 'dead-replica', { expiration: { type: 'PX', value: 60_000 } })
+  nock(API).get('/repos/octocat/hello').reply(200, fixtures.repository, RESOURCE_HEADERS)
+  const pings = await pingsAnswered(inspector)
+  const answer = one!.app.inject({ method: 'GET', url: HELLO })
+  await untilWaitingOnAnotherReplica(inspector, pings)
+  return { one: one!, answer }
+}
