@@ -141,6 +141,19 @@ t.test('an answer that waited behind this process’s own work for longer than t
   t.same(outcomes, ['ok'])
 })
 
+t.test('a burst of commands larger than a socket buffer is written at once: none waits unwritten behind this process’s work', async (t) => {
+  const { connection, outcomes } = await connect(t)
+  // 400 KB in one turn, as a burst of appends may be: more than the 16 KB a socket takes by
+  // default before node-redis waits for it to drain.
+  const value = 'x'.repeat(1_024)
+  const answers = Array.from({ length: 400 }, (_, index) => connection.run('set', async (client) => client.set(`burst:${index}`, value)))
+  await new Promise((resolve) => setImmediate(resolve))
+  busyFor(DEADLINE_MS * 3)
+  t.same(new Set(await Promise.all(answers)), new Set(['OK']))
+  t.ok(connection.isAvailable, 'still available')
+  t.same(new Set(outcomes), new Set(['ok']))
+})
+
 t.test('a command queued past its deadline behind others Redis answers one by one sets Redis aside: no backlog is left to grow', async (t) => {
   const deadlineMs = 1_000
   const redis = await startPrivateRedis({ durable: false })

@@ -88,7 +88,16 @@ const DEFAULT_DEADLINE_MS = 500
 const DEFAULT_PROBE_INTERVAL_MS = 500
 /** Reconnect quickly after a restart, without hammering a Redis that stays down. */
 const MAX_RECONNECT_DELAY_MS = 500
-const SOCKET = { connectTimeout: 1_000, reconnectStrategy: (retries: number) => Math.min(50 * 2 ** retries, MAX_RECONNECT_DELAY_MS) }
+/** What the socket takes before node-redis waits for it to drain: 1 MiB, a burst of thousands of appends. */
+const WRITE_BUFFER_BYTES = 1 << 20
+// A burst of commands is written to the socket at once: node-redis stops writing when the socket's
+// buffer is full and waits for 'drain', and a command kept back that way, behind the process's own
+// work, would run out its deadline before Redis had seen it (docs/design.md, "The Redis command deadline").
+const SOCKET = {
+  connectTimeout: 1_000,
+  writableHighWaterMark: WRITE_BUFFER_BYTES,
+  reconnectStrategy: (retries: number) => Math.min(50 * 2 ** retries, MAX_RECONNECT_DELAY_MS),
+}
 
 /**
  * Connects to Redis without waiting for it, reconnects by itself forever, and never makes a
