@@ -29,6 +29,10 @@ declare module 'fastify' {
      */
     sendAnswer(options: SendAnswerOptions): void | Promise<void>
   }
+  interface FastifyInstance {
+    /** The answers of both endpoints: what a webhook delivery drops (docs/webhooks.md). */
+    answerCache: ResponseCache
+  }
 }
 
 export interface AnswersPluginOptions {
@@ -54,6 +58,7 @@ export const answers = fp<AnswersPluginOptions>(
       lock: app.sharedCache?.lock,
       onResult: createCacheResultCounter(app.metrics),
     })
+    app.decorate('answerCache', cache)
 
     app.decorateReply('sendAnswer', function sendAnswer(this: FastifyReply, { endpoint, key, produce, errorAnswer }: SendAnswerOptions): void | Promise<void> {
       const log = this.request.log
