@@ -125,8 +125,7 @@ export class ResponseCache {
 
   /** Drops every answer of this process: what to do when drops may have been missed. */
   dropAll(): void {
-    for (const key of [...this.#local.keys()]) this.drop(key)
-    for (const key of this.#inFlight.keys()) this.#droppedInFlight.add(key)
+    for (const key of new Set([...this.#local.keys(), ...this.#inFlight.keys()])) this.drop(key)
   }
 
   /** `kept`, unless it is past what it may be sent for, even stale: then it is forgotten. */

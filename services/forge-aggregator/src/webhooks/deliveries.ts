@@ -63,8 +63,8 @@ return redis.call('publish', KEYS[3], ARGV[2])`
  * drops is written back to Redis stale (a replica that reads it, on a memory miss, revalidates),
  * then one script remembers the delivery and publishes its drops on `<namespace>drops`, where
  * every replica makes its own copy stale. A memory hit costs nothing more: no replica asks Redis
- * about drops. A replica whose subscriber loses its connection may miss messages, so it makes
- * every answer in its memory stale when the connection is lost and again once it is back.
+ * about drops. A replica whose subscriber lost its connection may have missed messages, so once
+ * it is back it makes every answer in its memory stale.
  */
 export function createDeliveries(options: DeliveriesOptions): Deliveries {
   const { cache, forgetInstallationToken, shared, now, logger } = options
@@ -96,29 +96,19 @@ export function createDeliveries(options: DeliveriesOptions): Deliveries {
   const keysOf = ({ id, digest }: Delivery) => [`${namespace}webhook-delivery:${id}`, `${namespace}webhook-body:${digest}`]
 
   const subscriber = connection.duplicate() as Subscriber
-  let listening = false
   let lost = false
-  const missedSome = (why: string) => {
-    cache.dropAll()
-    logger.info({ channel }, `webhook drops may have been missed (${why}): every answer in memory revalidates`)
-  }
-  subscriber.on('error', () => {
-    if (!listening || lost) return
-    lost = true
-    missedSome('connection lost')
-  })
+  subscriber.on('error', () => (lost = true))
   subscriber.on('ready', () => {
     if (!lost) return
+    // node-redis subscribes again by itself; what was published meanwhile did not arrive.
     lost = false
-    missedSome('connection back')
+    cache.dropAll()
+    logger.info({ channel }, 'webhook drops may have been missed while reconnecting: every answer in memory revalidates')
   })
   subscriber
     .connect()
     .then(() => subscriber.subscribe(channel, heard))
-    .then(() => {
-      listening = true
-      logger.info({ channel }, 'listening for webhook drops')
-    })
+    .then(() => logger.info({ channel }, 'listening for webhook drops'))
     .catch(() => {})
 
   function heard(text: string): void {

@@ -43,6 +43,8 @@ export interface AppUpstream {
   rateLimit: Record<string, string>
   /** How long every installation call is answered after it arrived (ms); the App's endpoints answer at once. */
   delayMs: number
+  /** Stars of each repository of an owner, by login: what a star changes upstream (the fixture's count otherwise). */
+  stars: Record<string, number>
   /** When set, every installation call with a live token is answered this status (the upstream in trouble). */
   failWith: number | undefined
   /**
@@ -86,6 +88,7 @@ export async function startAppUpstream(t: Test, clock: TestClock): Promise<AppUp
     mintBody: undefined,
     rateLimit: { 'x-ratelimit-limit': '5000', 'x-ratelimit-remaining': '4999', 'x-ratelimit-reset': String(Math.floor(clock.now() / 1000) + 3600) },
     delayMs: 0,
+    stars: {},
     failWith: undefined,
     holdAnswers: (matches, until) => void holds.push({ matches, until }),
     untilRequested: (matches) =>
@@ -140,7 +143,8 @@ export async function startAppUpstream(t: Test, clock: TestClock): Promise<AppUp
     const user = /^\/users\/([^/]+)$/.exec(url.pathname)?.[1]
     if (user) return withEtag(makeUser(user, { public_repos: 2 }))
     const owner = /^\/users\/([^/]+)\/repos$/.exec(url.pathname)?.[1]
-    if (owner) return withEtag(makeRepos(owner, 2))
+    const stars = owner === undefined ? undefined : upstream.stars[owner]
+    if (owner) return withEtag(makeRepos(owner, 2, () => (stars === undefined ? {} : { stargazers_count: stars })))
     if (/^\/users\/[^/]+\/followers$/.test(url.pathname)) return withEtag(makeFollowers(2))
     if (url.pathname === '/search/issues') return json(response, 200, searchResult(5), headers)
     if (url.pathname === '/installation/repositories') {
