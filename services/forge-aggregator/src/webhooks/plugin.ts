@@ -11,9 +11,10 @@ import { dropsFor, eventLabel } from './events.ts'
 import { createWebhookMetrics, type DeliveryOutcome } from './metrics.ts'
 
 /**
- * The largest body read. The events used are small (a push names at most 20 commits, about 25 KB
- * with its repository); GitHub caps payloads at 25 MB, and an unsigned body that large would be
- * held and hashed before it is refused. Anything over the bound is refused unread, as unsigned.
+ * The largest body read. The events used are a few KB; only a push of hundreds of commits (its
+ * payload lists up to 2,048) comes near it, and the TTL covers that one. GitHub caps payloads at
+ * 25 MB, and every unsigned body would be held and hashed up to the bound before it is refused.
+ * Anything over the bound is refused unread, as unsigned.
  */
 export const WEBHOOK_BODY_LIMIT = 1024 * 1024
 
