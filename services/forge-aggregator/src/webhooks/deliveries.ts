@@ -108,8 +108,10 @@ export function createDeliveries(options: DeliveriesOptions): Deliveries {
   subscriber
     .connect()
     .then(() => subscriber.subscribe(channel, heard))
-    .then(() => logger.info({ channel }, 'listening for webhook drops'))
-    .catch(() => {})
+    .then(
+      () => logger.info({ channel }, 'listening for webhook drops'),
+      (error: unknown) => logger.warn({ err: error, channel }, 'not listening for webhook drops: drops by other replicas reach this one through Redis only'),
+    )
 
   function heard(text: string): void {
     let message: unknown

@@ -51,11 +51,10 @@ const ISSUE_ACTIONS: ReadonlySet<string> = new Set(['opened', 'closed', 'reopene
 const PULL_REQUEST_ACTIONS: ReadonlySet<string> = new Set(['opened', 'closed', 'reopened'])
 const INSTALLATION_ACTIONS: ReadonlySet<string> = new Set(['deleted', 'suspend'])
 
-/** An owner's answers, and one repository's when named. */
-function ownerKeys(owner: string, repository?: string): string[] {
+/** An owner's answers and one repository's. */
+function ownerKeys(owner: string, repository: string): string[] {
   const login = owner.toLowerCase()
-  const keys = [`users/${login}`, `repos/${login}`]
-  return repository === undefined ? keys : [...keys, `repo/${login}/${repository.toLowerCase()}`]
+  return [`users/${login}`, `repos/${login}`, `repo/${login}/${repository.toLowerCase()}`]
 }
 
 const answersOf = (owner: string, keys: string[]): Drops => ({ owner, keys: [...new Set(keys)], installationToken: false })

@@ -1,5 +1,9 @@
 import t, { type Test } from 'tap'
 import { createClient } from 'redis'
+import { loadConfig } from '@repo/config'
+import { createLogger } from '@repo/service-kit'
+import { buildApp } from '../../src/app.ts'
+import { ForgeAggregatorConfig } from '../../src/config.ts'
 import { eventually, startPrivateRedis, startRedisWithServiceUsers, TEST_REDIS_ADMIN, TEST_REDIS_USERS } from '@repo/test-support'
 import { buildAggregator, testClock, type TestAggregator, type TestClock, type TestEnv } from '../helpers/build.ts'
 import { startAppUpstream, type AppUpstream } from '../helpers/app-upstream.ts'
@@ -167,4 +171,20 @@ t.test('Redis unavailable: 503, nothing remembered, and the redelivery applies o
   await own.start()
   await until(t, async () => (await github.redeliver(one!.app, failed.id)).statusCode === 200, 'the redelivery is applied')
   t.same((await github.redeliver(one!.app, failed.id)).json(), { outcome: 'repeat' })
+})
+
+t.test('a replica whose Redis user may not use the channels says it does not hear drops, and answers deliveries 503', async (t) => {
+  const user = { username: 'no-channels', password: 'no-channels-password' }
+  await inspector.sendCommand(['ACL', 'SETUSER', user.username, 'on', `>${user.password}`, 'resetkeys', '~forge:*', 'resetchannels', '-@all', '+ping', '+get', '+set', '+del', '+eval', '+exists', '+publish', '+subscribe'])
+  t.teardown(() => inspector.sendCommand(['ACL', 'DELUSER', user.username]))
+  const clock = testClock()
+  const upstream = await startAppUpstream(t, clock)
+  const env = { ...upstream.env, REDIS_URL: redisUrl, REDIS_USERNAME: user.username, REDIS_PASSWORD: user.password, FORGE_WEBHOOK_SECRET: WEBHOOK_SECRET }
+  const lines: string[] = []
+  // Built without the test helper, which waits for a subscriber this user cannot have.
+  const app = await buildApp(loadConfig(ForgeAggregatorConfig, env as Record<string, string>), { logger: createLogger('info', { write: (line: string) => void lines.push(line) }), clock })
+  t.teardown(() => app.close())
+  await until(t, () => lines.some((line) => line.includes('not listening for webhook drops')), 'it says so')
+  const delivered = await github.deliver(app, 'star', payloads.star('mona', 'repo-000'))
+  t.equal(delivered.statusCode, 503, 'the other replicas could not be told')
 })
