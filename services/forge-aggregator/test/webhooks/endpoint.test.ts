@@ -169,6 +169,7 @@ t.test('an issue or pull request by an author drops the author’s answer', asyn
 
 t.test('installation deleted or suspended: the next call fetches a new installation token', async (t) => {
   const { aggregator, upstream } = await webhookAggregator(t)
+  t.same((await github.deliver(aggregator.app, 'installation', { ...payloads.installation('suspend', Number(INSTALLATION_ID)), sender: { login: 'admin' } })).json(), { outcome: 'applied' }, 'before any token: nothing to forget')
   await users(aggregator, 'mona')
   t.equal(upstream.minted.length, 1)
   t.same((await github.deliver(aggregator.app, 'installation', payloads.installation('deleted', Number(INSTALLATION_ID)))).json(), { outcome: 'applied' })
