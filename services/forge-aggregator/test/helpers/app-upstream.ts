@@ -35,6 +35,8 @@ export interface AppUpstream {
   calls(): string[]
   /** Changes the account the App is installed on, and whether on all its repositories. */
   installation: { login: string; selection: 'all' | 'selected' }
+  /** Stars of each repository of an owner, by login: what a star changes upstream (the fixture's count otherwise). */
+  stars: Record<string, number>
   /** When set, the body of the token endpoint's 201 instead of a token. */
   mintBody: string | undefined
   /** Every installation token is refused (401), however fresh. */
@@ -43,8 +45,6 @@ export interface AppUpstream {
   rateLimit: Record<string, string>
   /** How long every installation call is answered after it arrived (ms); the App's endpoints answer at once. */
   delayMs: number
-  /** Stars of each repository of an owner, by login: what a star changes upstream (the fixture's count otherwise). */
-  stars: Record<string, number>
   /** When set, every installation call with a live token is answered this status (the upstream in trouble). */
   failWith: number | undefined
   /**
@@ -84,11 +84,11 @@ export async function startAppUpstream(t: Test, clock: TestClock): Promise<AppUp
     revoke: (token) => live.delete(token),
     calls: () => upstream.requests.filter((request) => !request.path.startsWith('/app/')).map((request) => request.path),
     installation: { login: 'mona', selection: 'all' },
+    stars: {},
     refuseTokens: false,
     mintBody: undefined,
     rateLimit: { 'x-ratelimit-limit': '5000', 'x-ratelimit-remaining': '4999', 'x-ratelimit-reset': String(Math.floor(clock.now() / 1000) + 3600) },
     delayMs: 0,
-    stars: {},
     failWith: undefined,
     holdAnswers: (matches, until) => void holds.push({ matches, until }),
     untilRequested: (matches) =>
