@@ -1,4 +1,5 @@
 import t from 'tap'
+import { createHmac, randomUUID } from 'node:crypto'
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -9,6 +10,7 @@ import { startFakeUpstream, startReplica, stop } from '../src/replicas.ts'
 
 const compose = readFileSync(COMPOSE_CONFIG_PATH, 'utf8')
 const noHaproxy = whyNoHaproxy()
+const WEBHOOK_SECRET = 'haproxy-test-webhook-secret'
 
 t.test('without haproxy the tests skip with the reason, except in CI, where they fail', async (t) => {
   const ci = process.env.CI
@@ -81,7 +83,7 @@ t.test('the compose configuration serves both services from local replicas, once
   const upstream = await startFakeUpstream()
   t.teardown(() => stop(upstream.process, 'SIGKILL'))
   const [aggregator, items] = await Promise.all([
-    startReplica('forge-aggregator', { FORGE_API_URL: upstream.url, SHUTDOWN_DELAY_SECONDS: '0' }),
+    startReplica('forge-aggregator', { FORGE_API_URL: upstream.url, SHUTDOWN_DELAY_SECONDS: '0', FORGE_WEBHOOK_SECRET: WEBHOOK_SECRET }),
     startReplica('items-list', { REDIS_URL: `redis://127.0.0.1:${redis.port}`, SHUTDOWN_DELAY_SECONDS: '0' }),
   ])
   t.teardown(() => Promise.all([stop(aggregator.process, 'SIGKILL'), stop(items.process, 'SIGKILL')]))
@@ -113,6 +115,21 @@ t.test('the compose configuration serves both services from local replicas, once
   const user = await get(`${aggregatorUrl}/api/forge/users?user_name=mona`)
   t.equal(user.status, 200)
   t.match(JSON.parse(user.body ?? ''), { user: { login: 'mona' } })
+  // GitHub's webhook deliveries reach the aggregator too: a POST, signed over the body as sent.
+  const delivery = '{"zen":"through haproxy"}'
+  const webhook = await request(`${aggregatorUrl}/api/forge/webhooks`, {
+    method: 'POST',
+    dispatcher: agent,
+    headers: {
+      'content-type': 'application/json',
+      'x-github-event': 'ping',
+      'x-github-delivery': randomUUID(),
+      'x-hub-signature-256': `sha256=${createHmac('sha256', WEBHOOK_SECRET).update(delivery).digest('hex')}`,
+    },
+    body: delivery,
+  })
+  t.equal(webhook.statusCode, 200, 'a signed webhook delivery is answered')
+  t.same(await webhook.body.json(), { outcome: 'ignored' })
   t.match(haproxy.output(), /items-list items-list\/items-list-1 .* 201 .*"POST \/items\/ HTTP\/1\.1"/, 'HAProxy logs each request')
 
   // What an orchestrator's controller does before it stops a replica: take it out by hand.

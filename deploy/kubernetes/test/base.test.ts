@@ -200,3 +200,12 @@ for (const name of Object.keys(SERVICES)) {
     t.equal(await status(annotations['prometheus.io/path']), 200, 'Prometheus scrape')
   })
 }
+
+t.test('the webhook secret is a file from an optional Secret, mounted read-only; webhooks stay off until it is asked for', async (t) => {
+  const aggregator = containerOf('forge-aggregator') as Container & { volumeMounts?: { name: string; mountPath: string; readOnly?: boolean }[] }
+  t.same(aggregator.volumeMounts, [{ name: 'webhook-secret', mountPath: '/run/secrets/forge-webhook', readOnly: true }])
+  t.same(workload('forge-aggregator')?.spec.template.spec.volumes, [{ name: 'webhook-secret', secret: { secretName: 'forge-aggregator-webhook', optional: true } }])
+  const config = base.find((object) => object.kind === 'ConfigMap' && object.metadata.name === 'forge-aggregator') as KubernetesObject & { data: Record<string, string> }
+  t.notOk('FORGE_WEBHOOK_SECRET_FILE' in config.data, 'without the Secret a missing file would stop the start')
+  t.notOk(JSON.stringify(aggregator.env ?? []).includes('FORGE_WEBHOOK_SECRET'), 'never an environment variable')
+})

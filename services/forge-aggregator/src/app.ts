@@ -10,6 +10,8 @@ import { responseCache } from './cache/response-cache-plugin.ts'
 import { healthRoutes } from './http/health.ts'
 import { repoRoutes } from './http/repos.ts'
 import { userRoutes } from './http/users.ts'
+import { webhookSecretFrom } from './webhooks/secret.ts'
+import { webhookRoutes } from './webhooks/plugin.ts'
 
 export interface AppOptions {
   /** The process logger (`createLogger`). */
@@ -33,6 +35,7 @@ const errorBody = (error: string) => ({ error })
 export async function buildApp(config: Readonly<ForgeAggregatorConfig>, options: AppOptions): Promise<FastifyInstance> {
   // The App's key is read and checked before anything opens: a bad one stops the start (ConfigError).
   const credentials = credentialsFrom(config)
+  const webhookSecret = webhookSecretFrom(config)
   const now = options.clock ? () => options.clock!.now() : Date.now
   const memory = cacheMemory(config)
   const app = createServer({ logger: options.logger, errorBody, trustProxy: config.TRUST_PROXY })
@@ -58,5 +61,7 @@ export async function buildApp(config: Readonly<ForgeAggregatorConfig>, options:
   await app.register(healthRoutes)
   await app.register(userRoutes, { defaultUser: config.FORGE_DEFAULT_USER })
   await app.register(repoRoutes, { defaultUser: config.FORGE_DEFAULT_USER })
+  // Without a secret there is no route: the path answers 404 like any unknown one.
+  if (webhookSecret !== undefined) await app.register(webhookRoutes, { secret: webhookSecret, installationId: config.FORGE_APP_INSTALLATION_ID, now })
   return app
 }

@@ -33,6 +33,14 @@ export const ForgeAggregatorConfig = Type.Object({
   FORGE_APP_INSTALLATION_ID: Type.Optional(Type.String({ pattern: '^[0-9]+$', description: 'GitHub App: the installation whose token every call carries' })),
   FORGE_APP_PRIVATE_KEY: Type.Optional(Type.String({ description: "GitHub App: the App's RSA private key (PEM; one line with \\n works too). Never logged" })),
   FORGE_APP_PRIVATE_KEY_FILE: Type.Optional(Type.String({ description: 'GitHub App: path of that key, read at start-up (instead of FORGE_APP_PRIVATE_KEY)' })),
+  FORGE_WEBHOOK_SECRET: Type.Optional(
+    Type.String({
+      minLength: 1,
+      description:
+        "the GitHub App's webhook secret: set, POST /api/forge/webhooks takes signed deliveries and drops what they change (docs/webhooks.md); unset, that path is 404. Never logged",
+    }),
+  ),
+  FORGE_WEBHOOK_SECRET_FILE: Type.Optional(Type.String({ description: 'path of that secret, read at start-up (instead of FORGE_WEBHOOK_SECRET)' })),
   FORGE_TIMEOUT_MS: Type.Integer({ default: 10_000, minimum: 100, maximum: 120_000, description: 'deadline of one upstream call, retries included (100–120000)' }),
   FORGE_CACHE_TTL_SECONDS: Type.Integer({
     default: 60,

@@ -29,6 +29,10 @@ declare module 'fastify' {
      */
     sendAnswer(options: SendAnswerOptions): void | Promise<void>
   }
+  interface FastifyInstance {
+    /** The answers of both endpoints: what a webhook delivery drops (docs/webhooks.md). */
+    answerCache: ResponseCache
+  }
 }
 
 export interface ResponseCachePluginOptions {
@@ -54,6 +58,7 @@ export const responseCache = fp<ResponseCachePluginOptions>(
       lock: app.sharedCache?.lock,
       onResult: createCacheResultCounter(app.metrics),
     })
+    app.decorate('answerCache', cache)
 
     app.decorateReply('sendAnswer', function sendAnswer(this: FastifyReply, { endpoint, key, produce, errorAnswer }: SendAnswerOptions): void | Promise<void> {
       const served = cache.get(

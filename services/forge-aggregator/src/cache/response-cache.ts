@@ -68,6 +68,8 @@ export class ResponseCache {
   readonly #staleMs: number
   readonly #local: LRUCache<string, CachedAnswer>
   readonly #inFlight = new Map<string, Promise<ServedAnswer>>()
+  /** Keys dropped while their production was under way: what it read may predate the change. */
+  readonly #droppedInFlight = new Set<string>()
 
   constructor(options: ResponseCacheOptions) {
     this.#options = options
@@ -89,7 +91,10 @@ export class ResponseCache {
     const pending = this.#inFlight.get(key)
     if (pending) return pending.then((served) => this.#counted(request, asCollapsed(served)))
 
-    const production = this.#resolve(key, this.#held(key, kept), produce, request).finally(() => this.#inFlight.delete(key))
+    const production = this.#resolve(key, this.#held(key, kept), produce, request).finally(() => {
+      this.#inFlight.delete(key)
+      this.#droppedInFlight.delete(key)
+    })
     this.#inFlight.set(key, production)
     return production.then((served) => this.#counted(request, served))
   }
@@ -102,6 +107,26 @@ export class ResponseCache {
   /** Seconds since `answer` was produced (its `Age`). */
   ageOf(answer: CachedAnswer): number {
     return Math.max(0, Math.floor((this.#options.now() - answer.producedAt) / 1000))
+  }
+
+  /**
+   * Makes this process's answer for `key` stale (docs/webhooks.md, "What a delivery drops"): kept,
+   * so the next request revalidates it with its held ETags and it can still be sent stale, but
+   * never again a hit. A production under way is stored stale too. Returns the age (ms) of the
+   * fresh answer it replaced, or undefined when there was none.
+   */
+  drop(key: string): number | undefined {
+    if (this.#inFlight.has(key)) this.#droppedInFlight.add(key)
+    const kept = this.#local.peek(key)
+    if (!kept || !this.#isFresh(kept)) return undefined
+    const now = this.#options.now()
+    this.#local.set(key, { ...kept, freshUntil: now - 1 })
+    return now - kept.producedAt
+  }
+
+  /** Drops every answer of this process: what to do when drops may have been missed. */
+  dropAll(): void {
+    for (const key of new Set([...this.#local.keys(), ...this.#inFlight.keys()])) this.drop(key)
   }
 
   /** `kept`, unless it is past what it may be sent for, even stale: then it is forgotten. */
@@ -156,7 +181,8 @@ export class ResponseCache {
     // A partial answer is kept only while the rate limit of what it misses is spent, and no
     // longer than the TTL: a search that failed for another reason is asked again by the next request.
     const isPartial = partial.length > 0
-    const freshUntil = Math.min(now + this.#ttlMs, isPartial ? (partialUntil ?? now) : Number.POSITIVE_INFINITY)
+    // Dropped meanwhile (docs/webhooks.md): kept for stale-if-error, but the next request revalidates.
+    const freshUntil = this.#droppedInFlight.has(key) ? now - 1 : Math.min(now + this.#ttlMs, isPartial ? (partialUntil ?? now) : Number.POSITIVE_INFINITY)
     const keepUntil = isPartial ? freshUntil : freshUntil + this.#staleMs
     const answer: CachedAnswer = { body, partial: [...partial], isPrivate, etag: etagOf(body), producedAt: now, freshUntil, keepUntil }
     const stored = keepUntil > now

@@ -15,6 +15,8 @@ export interface SharedCache {
   store: SharedStore
   /** One production of an answer for every replica. */
   lock: ProductionLock
+  /** The deployment's key prefix (`namespaceFor`), for what keeps keys and channels of its own (webhooks). */
+  namespace: string
 }
 
 declare module 'fastify' {
@@ -69,7 +71,7 @@ export const sharedCache = fp<SharedCachePluginOptions>(
       up: { registry: app.metrics, name: 'forge_shared_store_up', help: '1 while the shared cache’s Redis answers, else 0' },
     })
     const lock = createProductionLock({ connection, namespace, waitMs: config.FORGE_TIMEOUT_MS, probeIntervalMs: PROBE_INTERVAL_MS, logger: app.log })
-    app.decorate('sharedCache', { connection, store: createSharedStore(connection, namespace, app.metrics), lock })
+    app.decorate('sharedCache', { connection, store: createSharedStore(connection, namespace, app.metrics), lock, namespace })
     app.addHook('onClose', async () => {
       // Before the connection closes: the releases go out on it.
       await lock.close()

@@ -53,6 +53,8 @@ export interface ForgeClient {
   get<Schema extends TSchema>(path: string, body: TypeCheck<Schema>, query?: Record<string, string | number>, request?: RequestContext): Promise<Schema['static']>
   /** With a GitHub App: the installation's account (asked once with the App's JWT); undefined without an App or when it cannot be told. */
   installationAccount(): Promise<InstallationAccount | undefined>
+  /** With a GitHub App: forgets the installation token, so the next call mints a new one (docs/webhooks.md); nothing otherwise. */
+  forgetInstallationToken(): void
   /** Closes the upstream connections (of the Agent it made; a dispatcher given to it stays open). */
   close(): Promise<void>
 }
@@ -111,6 +113,7 @@ export function createForgeClient(options: ForgeClientOptions): ForgeClient {
       return tokens ? withInstallationToken(tokens, call, request.log, target) : call(token)
     },
     installationAccount: async () => tokens?.account(),
+    forgetInstallationToken: () => tokens?.forget(),
     async close() {
       // A dispatcher the caller brought is the caller's to close.
       if (!options.dispatcher) await agent.close()

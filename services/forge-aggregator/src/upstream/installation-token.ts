@@ -44,6 +44,8 @@ export interface InstallationTokens {
   current(): Promise<string>
   /** The upstream refused `token` (401): the next `current()` is a new token, however many calls were refused with it. */
   refused(token: string): void
+  /** The installation was deleted or suspended (a webhook said so): the next `current()` is a new token. */
+  forget(): void
   /** The installation's account, asked once with the JWT and remembered once known; undefined when it cannot be told. */
   account(): Promise<InstallationAccount | undefined>
   /** Every credential this process holds now, for redaction. */
@@ -107,6 +109,10 @@ export function createInstallationTokens({ app, now, send, logger }: Installatio
         previous = token
         held = undefined
       }
+    },
+    forget() {
+      previous = held?.token ?? previous
+      held = undefined
     },
     account() {
       account ??= send({ method: 'GET', path: installationPath, authorization: jwt() })

@@ -35,6 +35,8 @@ export interface AppUpstream {
   calls(): string[]
   /** Changes the account the App is installed on, and whether on all its repositories. */
   installation: { login: string; selection: 'all' | 'selected' }
+  /** Stars of each repository of an owner, by login: what a star changes upstream (the fixture's count otherwise). */
+  stars: Record<string, number>
   /** When set, the body of the token endpoint's 201 instead of a token. */
   mintBody: string | undefined
   /** Every installation token is refused (401), however fresh. */
@@ -80,6 +82,7 @@ export async function startAppUpstream(t: Test, clock: TestClock): Promise<AppUp
     revoke: (token) => live.delete(token),
     calls: () => upstream.requests.filter((request) => !request.path.startsWith('/app/')).map((request) => request.path),
     installation: { login: 'mona', selection: 'all' },
+    stars: {},
     refuseTokens: false,
     mintBody: undefined,
     rateLimit: { 'x-ratelimit-limit': '5000', 'x-ratelimit-remaining': '4999', 'x-ratelimit-reset': String(Math.floor(clock.now() / 1000) + 3600) },
@@ -137,7 +140,8 @@ export async function startAppUpstream(t: Test, clock: TestClock): Promise<AppUp
     const user = /^\/users\/([^/]+)$/.exec(url.pathname)?.[1]
     if (user) return withEtag(makeUser(user, { public_repos: 2 }))
     const owner = /^\/users\/([^/]+)\/repos$/.exec(url.pathname)?.[1]
-    if (owner) return withEtag(makeRepos(owner, 2))
+    const stars = owner === undefined ? undefined : upstream.stars[owner]
+    if (owner) return withEtag(makeRepos(owner, 2, () => (stars === undefined ? {} : { stargazers_count: stars })))
     if (/^\/users\/[^/]+\/followers$/.test(url.pathname)) return withEtag(makeFollowers(2))
     if (url.pathname === '/search/issues') return json(response, 200, searchResult(5), headers)
     if (url.pathname === '/installation/repositories') {

@@ -70,6 +70,6 @@ t.test('the ACL file gives the aggregator exactly its forge: keys and channels a
   t.equal(user.passwords.length, 1, 'one password, stored hashed')
   t.equal(String(user.keys), '~forge:* ~rate-limit:forge-aggregator:*')
   t.equal(String(user.channels), '&forge:*')
-  t.same(commands, ['-@all', '+ping', '+get', '+set', '+del', '+eval', '+incr', '+pexpire', '+pttl', '+publish', '+subscribe'].toSorted())
+  t.same(commands, ['-@all', '+ping', '+get', '+set', '+del', '+eval', '+incr', '+pexpire', '+pttl', '+publish', '+subscribe', '+exists'].toSorted())
   t.same(commands.filter((rule) => rule.startsWith('+') && dangerous.has(rule.slice(1))), [], 'no @dangerous command')
 })

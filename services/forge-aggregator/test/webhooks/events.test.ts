@@ -1,0 +1,65 @@
+import t from 'tap'
+import { dropsFor, eventLabel } from '../../src/webhooks/events.ts'
+
+const repository = (owner: string, name: string) => ({ name, owner: { login: owner } })
+const keysOf = (event: string, payload: unknown, installationId?: string) => dropsFor(event, payload, installationId)?.keys
+
+t.test('repository events drop the owner’s users and repos answers and the repository’s, lower case', async (t) => {
+  for (const event of ['star', 'push', 'repository']) {
+    t.same(dropsFor(event, { action: 'created', repository: repository('Mona', 'Hello') }, undefined), {
+      owner: 'Mona',
+      keys: ['users/mona', 'repos/mona', 'repo/mona/hello'],
+      installationToken: false,
+    }, event)
+  }
+  t.same(keysOf('repository', { action: 'renamed', repository: repository('mona', 'new'), changes: { repository: { name: { from: 'old' } } } }), [
+    'users/mona',
+    'repos/mona',
+    'repo/mona/new',
+    'repo/mona/old',
+  ], 'renamed: the old name too')
+  t.same(keysOf('repository', { action: 'transferred', repository: repository('mona', 'hello'), changes: { owner: { from: { user: { login: 'Hubot' } } } } }), [
+    'users/mona',
+    'repos/mona',
+    'repo/mona/hello',
+    'users/hubot',
+    'repos/hubot',
+    'repo/hubot/hello',
+  ], 'transferred: the old owner’s too')
+  t.same(keysOf('repository', { action: 'transferred', repository: repository('mona', 'hello'), changes: { owner: { from: { organization: { login: 'org' } } } } })?.slice(3), [
+    'users/org',
+    'repos/org',
+    'repo/org/hello',
+  ], 'from an organization')
+  t.same(keysOf('fork', { forkee: repository('hubot', 'hello'), repository: repository('mona', 'hello') }), [
+    'users/mona',
+    'repos/mona',
+    'repo/mona/hello',
+    'users/hubot',
+    'repos/hubot',
+    'repo/hubot/hello',
+  ], 'fork: the forker’s too')
+})
+
+t.test('issues and pull requests drop their author’s users answer, for the actions that change the counts', async (t) => {
+  for (const action of ['opened', 'closed', 'reopened', 'deleted', 'transferred']) t.same(keysOf('issues', { action, issue: { user: { login: 'Mona' } } }), ['users/mona'], action)
+  for (const action of ['opened', 'closed', 'reopened']) t.same(keysOf('pull_request', { action, pull_request: { user: { login: 'mona' } } }), ['users/mona'], action)
+  t.equal(keysOf('pull_request', { action: 'edited', pull_request: { user: { login: 'mona' } } }), undefined)
+  t.equal(keysOf('issues', { action: 'edited', issue: { user: { login: 'mona' } } }), undefined)
+})
+
+t.test('what the service does not answer, or a payload without what is read, drops nothing', async (t) => {
+  t.equal(keysOf('fork', { repository: repository('mona', 'hello') }), undefined)
+  t.equal(keysOf('push', { repository: { name: 'hello' } }), undefined)
+  t.equal(keysOf('issues', { action: 'opened' }), undefined)
+  t.equal(keysOf('watch', { repository: repository('mona', 'hello') }), undefined)
+  t.equal(keysOf('installation', { action: 'deleted', installation: { id: 7 } }, '9001'), undefined, 'another installation')
+  t.equal(keysOf('installation', { action: 'deleted', installation: { id: 9001 } }, undefined), undefined, 'no App')
+  t.same(dropsFor('installation', { action: 'suspend', installation: { id: 9001 } }, '9001'), { owner: undefined, keys: [], installationToken: true })
+})
+
+t.test('the event label is a known event or other', async (t) => {
+  t.equal(eventLabel('star'), 'star')
+  t.equal(eventLabel('x'.repeat(100)), 'other')
+  t.equal(eventLabel(undefined), 'other')
+})
