@@ -46,7 +46,7 @@ export const webhookRoutes: FastifyPluginAsync<WebhookPluginOptions> = async (ap
   const shared = app.sharedCache ? { connection: app.sharedCache.connection, namespace: app.sharedCache.namespace } : undefined
   const deliveries = createDeliveries({
     cache: app.answerCache,
-    forgetInstallationToken: () => app.upstream.client.forgetInstallationToken(),
+    forgetInstallationToken: () => app.forge.client.forgetInstallationToken(),
     shared,
     now,
     logger: app.log,

@@ -201,7 +201,7 @@ t.test('one log line per delivery: its event, delivery id, owner and outcome, no
   const applied = await github.deliver(aggregator.app, 'star', payloads.star('mona', 'PAYLOAD-REPOSITORY'))
   await github.deliver(aggregator.app, 'star', payloads.star('mona', 'PAYLOAD-REPOSITORY'), { signature: null, id: 'PAYLOAD-NOT-AN-ID' })
   await github.deliver(aggregator.app, 'issues', payloads.issue('hubot'))
-  const lines = aggregator.logs().filter((line) => line.msg === 'webhook delivery')
+  const lines = aggregator.logs.lines.filter((line) => line.msg === 'webhook delivery')
   t.same(
     lines.map((line) => line.webhook),
     [
@@ -210,7 +210,7 @@ t.test('one log line per delivery: its event, delivery id, owner and outcome, no
       { event: 'issues', delivery: lines[2]?.webhook && (lines[2].webhook as { delivery: string }).delivery, owner: 'hubot', outcome: 'applied' },
     ],
   )
-  const written = aggregator.logLines.join('\n')
+  const written = aggregator.logs.text()
   t.notMatch(written, /PAYLOAD-/, 'no payload content, no unsigned header')
   t.notMatch(written, new RegExp(WEBHOOK_SECRET), 'never the secret')
 })

@@ -29,7 +29,7 @@ async function until(t: Test, condition: () => boolean | Promise<boolean>, what:
   t.ok(await eventually(async () => condition(), 400, 50), what)
 }
 
-const heard = (replica: TestAggregator, message: string) => () => replica.logs().some((line) => line.msg === message)
+const heard = (replica: TestAggregator, message: string) => () => replica.logs.lines.some((line) => line.msg === message)
 
 /** `count` replicas of one App deployment on the shared Redis, each listening for drops. */
 async function replicas(t: Test, count: number, options: { url?: string } = {}) {
@@ -141,7 +141,7 @@ t.test('installation deleted on one replica: every replica fetches a new install
 
 t.test('a replica that may have missed drops makes every answer in its memory stale', async (t) => {
   const { replicas: [one] } = await replicas(t, 1)
-  const channel = one!.logs().find((line) => line.msg === 'listening for webhook drops')!.channel as string
+  const channel = one!.logs.lines.find((line) => line.msg === 'listening for webhook drops')!.channel as string
   const forgetShared = async () => {
     for (const key of await inspector.keys(`${channel.replace(/drops$/, '')}answer:*`)) await inspector.del(key)
   }
