@@ -91,18 +91,26 @@ export async function clearList(inspector: Inspector, key: string): Promise<void
 /**
  * The names of the list at `key`, in order: from its chunks (in the order of its index, without
  * the tombstones of deleted names) and the part an earlier version's list has not yet moved in;
- * or, before the service has first touched it, from the plain list an earlier version wrote.
+ * or, before the service has first touched it, from the plain list an earlier version wrote. Read
+ * in one script, so that a step of the service's move between two reads cannot tear the answer.
  */
-export async function storedList(inspector: Pick<Inspector, 'type' | 'lRange' | 'zRange'>, key: string): Promise<string[]> {
-  if ((await inspector.type(key)) === 'list') return inspector.lRange(key, 0, -1)
-  const members = await inspector.zRange(key, '-inf', '+inf', { BY: 'SCORE' })
-  const names: string[] = []
-  for (const member of members.filter((member) => /^\d+$/.test(member))) {
-    names.push(...(await inspector.lRange(`${key}:chunk:${member}`, 0, -1)).filter((entry) => entry !== ''))
-  }
-  if (members.includes('legacy')) names.push(...(await inspector.lRange(`${key}:legacy`, 0, -1)))
-  return names
+export async function storedList(inspector: Pick<Inspector, 'eval'>, key: string): Promise<string[]> {
+  return (await inspector.eval(STORED_LIST, { keys: [key] })) as string[]
 }
+
+const STORED_LIST = `#!lua flags=no-writes
+local key = KEYS[1]
+if redis.call('TYPE', key).ok == 'list' then return redis.call('LRANGE', key, 0, -1) end
+local names = {}
+for _, member in ipairs(redis.call('ZRANGE', key, '-inf', '+inf', 'BYSCORE')) do
+  local part = string.match(member, '^%d+$') and (key .. ':chunk:' .. member) or (member == 'legacy' and (key .. ':legacy'))
+  if part then
+    for _, name in ipairs(redis.call('LRANGE', part, 0, -1)) do
+      if name ~= '' then names[#names + 1] = name end
+    end
+  end
+end
+return names`
 
 export type Inspector = ReturnType<typeof createInspector>
 
