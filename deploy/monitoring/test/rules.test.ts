@@ -32,9 +32,11 @@ t.test('every alert of alerts.yml has a unit test in which it fires', async (t) 
     'ForgeSharedStoreDown',
     'ForgeUpstreamBudgetBelowReserve',
     'ForgeUpstreamErrors',
+    'ForgeWebhookBadSignatures',
+    'ForgeWebhookDeliveriesFailed',
     'HttpServerErrors',
     'HttpSlowRoute',
     'ItemsListNearCap',
     'ItemsStoreDown',
-  ], 'the alerts docs/monitoring.md, "Alerts" lists, the shared cache’s store and the list’s cap')
+  ], 'the alerts docs/monitoring.md, "Alerts" lists, the shared cache’s store, the list’s cap and the webhook’s deliveries')
 })

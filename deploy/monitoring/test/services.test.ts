@@ -46,10 +46,13 @@ t.test('every dashboard panel and variable names only metrics the services expos
   }
 })
 
-t.test('the scrape holds what the rules depend on: the budget, its reserve, both stores and every route', async (t) => {
+t.test('the scrape holds what the rules depend on: the budget, its reserve, both stores, the webhook outcomes and every route', async (t) => {
   t.same(exposed.get('forge_ratelimit_reserve_ratio'), new Set(['resource']))
   t.same(exposed.get('forge_ratelimit_limit'), new Set(['resource']))
   t.ok(exposed.has('items_store_up') && exposed.has('forge_shared_store_up'))
+  t.same(exposed.get('forge_webhook_deliveries_total'), new Set(['event', 'outcome']))
+  const outcomes = new Set([...pages['forge-aggregator'].matchAll(/^forge_webhook_deliveries_total\{[^}]*outcome="([^"]+)"/gm)].map((match) => match[1]))
+  for (const outcome of ['bad_signature', 'failed']) t.ok(outcomes.has(outcome), `outcome="${outcome}", which ForgeWebhookBadSignatures and ForgeWebhookDeliveriesFailed read`)
   const routes = new Set([...pages['items-list'].matchAll(/route="([^"]+)"/g), ...pages['forge-aggregator'].matchAll(/route="([^"]+)"/g)].map((match) => match[1]))
   for (const route of ['/items/', '/items/:item_name', '/api/forge/users', '/api/forge/repos']) t.ok(routes.has(route), route)
 })

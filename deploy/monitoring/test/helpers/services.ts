@@ -1,3 +1,4 @@
+import { createHmac } from 'node:crypto'
 import { once } from 'node:events'
 import { readFile } from 'node:fs/promises'
 import { createServer, type ServerResponse } from 'node:http'
@@ -9,6 +10,9 @@ import { LISTENING, runServiceSource, startPrivateRedis } from '@repo/test-suppo
 export type ServiceName = 'forge-aggregator' | 'items-list'
 
 const root = (name: ServiceName) => fileURLToPath(new URL(`../../../../services/${name}/`, import.meta.url))
+
+/** The aggregator's webhook secret: set, its webhook route and metrics exist (docs/webhooks.md). */
+const WEBHOOK_SECRET = 'monitoring-test-secret'
 
 /** GitHub's official examples, as the aggregator's own tests use them. */
 async function fixture(name: string): Promise<unknown> {
@@ -68,8 +72,9 @@ async function runService(t: Test, name: ServiceName, env: Record<string, string
 
 /**
  * Both services started from their sources as `pnpm start` starts them, on a private Redis (and
- * the aggregator on a local upstream); each answers a few requests of every kind (hits, misses,
- * 404s, a 502, an unmatched route) so that every labelled series exists, then is scraped.
+ * the aggregator on a local upstream, with a webhook secret); each answers a few requests of every
+ * kind (hits, misses, 404s, a 502, an unmatched route, an unsigned and a signed webhook delivery)
+ * so that every labelled series exists, then is scraped.
  * Resolves with each service's `/metrics` page.
  */
 export async function scrapeServices(t: Test): Promise<Record<ServiceName, string>> {
@@ -77,12 +82,18 @@ export async function scrapeServices(t: Test): Promise<Record<ServiceName, strin
   t.teardown(() => redis.dispose())
   const redisUrl = `redis://127.0.0.1:${redis.port}`
   const [aggregator, items] = await Promise.all([
-    startUpstream(t).then((upstream) => runService(t, 'forge-aggregator', { FORGE_API_URL: upstream, FORGE_DEFAULT_USER: 'octocat', REDIS_URL: redisUrl })),
+    startUpstream(t).then((upstream) => runService(t, 'forge-aggregator', { FORGE_API_URL: upstream, FORGE_DEFAULT_USER: 'octocat', REDIS_URL: redisUrl, FORGE_WEBHOOK_SECRET: WEBHOOK_SECRET })),
     runService(t, 'items-list', { REDIS_URL: redisUrl }),
   ])
 
   const paths = ['/api/forge/users?user_name=octocat', '/api/forge/users?user_name=octocat', '/api/forge/repos?repo_name=hello', '/api/forge/repos?repo_name=gone', '/api/forge/repos?repo_name=broken', '/nowhere']
   for (const path of paths) await fetch(`${aggregator}${path}`).then((response) => response.arrayBuffer())
+  const ping = JSON.stringify({ zen: 'Keep it logically awesome.', hook_id: 1 })
+  const signature = `sha256=${createHmac('sha256', WEBHOOK_SECRET).update(ping).digest('hex')}`
+  const delivery = { 'content-type': 'application/json', 'x-github-event': 'ping', 'x-github-delivery': '72d3162e-cc78-11e3-81ab-4c9367dc0958' }
+  for (const headers of [delivery, { ...delivery, 'x-hub-signature-256': signature }]) {
+    await fetch(`${aggregator}/api/forge/webhooks`, { method: 'POST', headers, body: ping }).then((response) => response.arrayBuffer())
+  }
   const json = { 'content-type': 'application/json' }
   await fetch(`${items}/items/`, { method: 'POST', headers: json, body: JSON.stringify({ name: 'apple' }) })
   await fetch(`${items}/items/`)
