@@ -55,7 +55,7 @@ export async function buildApp(config: Readonly<ForgeAggregatorConfig>, options:
     // With a shared Redis the replicas count each client together; in the process otherwise.
     rateLimit: { perMinute: config.RATE_LIMIT_PER_MINUTE, redis: app.sharedCache?.connection.client },
   })
-  await app.register(forge, { config, credentials, revalidationMaxBytes: memory.revalidationMaxBytes, now, dispatcher: options.dispatcher })
+  await app.register(forge, { config, credentials, revalidationMaxBytes: memory.revalidationMaxBytes, heldForMs: memory.heldForMs, now, dispatcher: options.dispatcher })
   await app.register(responseCache, { config, answerBytes: memory.answerBytes, now })
 
   await app.register(healthRoutes)

@@ -65,7 +65,7 @@ t.test('the forge and the response cache refuse to start before the shared store
   const config = loadConfig(ForgeAggregatorConfig, { FORGE_API_URL: API })
   const now = () => Date.now()
   for (const [name, register] of [
-    ['forge', (app: FastifyInstance) => app.register(forge, { config, credentials: { kind: 'anonymous' }, revalidationMaxBytes: 1024, now })],
+    ['forge', (app: FastifyInstance) => app.register(forge, { config, credentials: { kind: 'anonymous' }, revalidationMaxBytes: 1024, heldForMs: 60_000, now })],
     ['response cache', (app: FastifyInstance) => app.register(responseCache, { config, answerBytes: 1024, now })],
   ] as const) {
     const app = Fastify()

@@ -30,6 +30,8 @@ export interface ForgePluginOptions {
   credentials: UpstreamCredentials
   /** Bytes of upstream bodies held for revalidation (`cacheMemory`). */
   revalidationMaxBytes: number
+  /** How long a held body the replicas share outlives its last use (`cacheMemory`). */
+  heldForMs: number
   /** The wall clock in ms: rate-limit resets are epoch seconds. */
   now: () => number
   /** The dispatcher the client builds on; a keep-alive Agent when absent. */
@@ -42,7 +44,7 @@ export interface ForgePluginOptions {
  * Decorates `app.forge`; closes the client's connections with the app.
  */
 export const forge = fp<ForgePluginOptions>(
-  async (app, { config, credentials, revalidationMaxBytes, now, dispatcher }) => {
+  async (app, { config, credentials, revalidationMaxBytes, heldForMs, now, dispatcher }) => {
     const metrics = createUpstreamMetrics(app.metrics, config.FORGE_BUDGET_RESERVE)
     const store = app.sharedCache?.store
     const budget = new RateLimitBudget({ reserve: config.FORGE_BUDGET_RESERVE, now, store, onChange: metrics.observeBudget })
@@ -53,6 +55,7 @@ export const forge = fp<ForgePluginOptions>(
       timeoutMs: config.FORGE_TIMEOUT_MS,
       userAgent: 'forge-aggregator/1.0',
       revalidationMaxBytes,
+      heldForMs,
       budget,
       store,
       metrics,

@@ -29,6 +29,8 @@ export interface ForgeClientOptions {
   userAgent: string
   /** Bytes of upstream bodies kept in this process for revalidation with `If-None-Match`; 0 keeps none. */
   revalidationMaxBytes: number
+  /** How long a held body in `store` outlives its last use: a 200 that brought it or a 304 that reused it. */
+  heldForMs: number
   /** Where lines about calls go when the caller brings no request of its own. */
   logger: FastifyBaseLogger
   /** The rate-limit budget every answer feeds and every call is checked against. */
@@ -75,8 +77,6 @@ function encodeSegment(segment: string): string {
 }
 
 const MAX_BODY_BYTES = 32 * 1024 * 1024
-/** How long a replica-shared held body outlives its last use: a day of revalidations. */
-const SHARED_HELD_TTL_MS = 24 * 60 * 60 * 1000
 
 /**
  * A `ForgeClient` on one keep-alive undici dispatcher composed of undici's own interceptors and
@@ -101,7 +101,7 @@ export function createForgeClient(options: ForgeClientOptions): ForgeClient {
     options,
     upstream,
     dispatcher: agent.compose(upstreamInterceptors(options.budget, options.now)),
-    held: heldBodies(options.revalidationMaxBytes, options.store),
+    held: heldBodies(options.revalidationMaxBytes, options.store, options.heldForMs),
     // Every credential this process holds: the upstream may echo one in what a failure repeats.
     redact: (message) => [token ?? '', ...(tokens?.secrets() ?? [])].reduce((said, secret) => (secret ? said.replaceAll(secret, '[redacted]') : said), message),
   }
@@ -195,7 +195,11 @@ async function callUpstream<Schema extends TSchema>(
   const [heldBody] = await Promise.all([held.get(target), options.budget.refresh()])
   const { response, text } = await send(caller, target, heldBody ? { ...headers, 'if-none-match': heldBody.etag } : headers, request)
   const { statusCode } = response
-  if (statusCode === 304 && heldBody) return checked(check, heldBody.text)
+  if (statusCode === 304 && heldBody) {
+    // Held again: its life runs from this use, so that the next revalidation finds it too.
+    held.hold(target, heldBody)
+    return checked(check, heldBody.text)
+  }
   if (statusCode === 200) {
     const body = checked(check, text)
     const etag = response.headers.etag
@@ -239,10 +243,10 @@ interface HeldBodies {
 }
 
 /**
- * Held bodies: the replicas' shared ones when a store is given, else this process's own (at most
- * `maxBytes`; with 0 none is read).
+ * Held bodies: the replicas' shared ones when a store is given (each for `heldForMs` after its
+ * last use), else this process's own (at most `maxBytes`; with 0 none is read).
  */
-function heldBodies(maxBytes: number, store: SharedStore | undefined): HeldBodies {
+function heldBodies(maxBytes: number, store: SharedStore | undefined, heldForMs: number): HeldBodies {
   const local = maxBytes > 0 ? new LRUCache<string, HeldBody>({ maxSize: maxBytes, sizeCalculation: (entry) => entry.text.length + entry.etag.length }) : undefined
   return {
     async get(target) {
@@ -251,7 +255,7 @@ function heldBodies(maxBytes: number, store: SharedStore | undefined): HeldBodie
     },
     hold(target, body) {
       local?.set(target, body)
-      void store?.set(`held:${target}`, JSON.stringify(body), SHARED_HELD_TTL_MS)
+      void store?.set(`held:${target}`, JSON.stringify(body), heldForMs)
     },
   }
 }

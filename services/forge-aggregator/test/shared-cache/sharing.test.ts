@@ -64,6 +64,30 @@ t.test('held bodies are shared: after the TTL another replica revalidates with t
   revalidation.done()
 })
 
+t.test('a shared held body outlives the answer TTL, twice over and a day at least, and each 304 renews it', async (t) => {
+  const DAY_S = 24 * 60 * 60
+  const heldLife = async () => {
+    const [key] = await inspector.keys('*held:/repos/octocat/hello')
+    return key === undefined ? -1 : inspector.pTTL(key)
+  }
+  for (const [ttlSeconds, lifeSeconds] of [[60, DAY_S], [DAY_S, 2 * DAY_S]] as const) {
+    await inspector.flushDb()
+    const [one, two] = await replicas(t, 2, { env: { FORGE_CACHE_TTL_SECONDS: ttlSeconds } })
+    nock(API).get('/repos/octocat/hello').reply(200, fixtures.repository, RESOURCE_HEADERS)
+    await one!.app.inject({ method: 'GET', url: HELLO })
+    t.ok(await eventually(async () => (await heldLife()) > (lifeSeconds - 60) * 1000), `TTL ${ttlSeconds} s: held for ${lifeSeconds} s`)
+    t.ok((await heldLife()) <= lifeSeconds * 1000, 'and no longer')
+    // Nearly spent, as if the last use were long ago: the revalidation's 304 gives it a new life.
+    const [key] = await inspector.keys('*held:/repos/octocat/hello')
+    await inspector.pExpire(key!, 60_000)
+    two!.advanceClock(ttlSeconds * 1000 + 1)
+    const revalidation = nock(API, { reqheaders: { 'if-none-match': RESOURCE_HEADERS.etag } }).get('/repos/octocat/hello').reply(304, '', RESOURCE_HEADERS)
+    t.equal((await two!.app.inject({ method: 'GET', url: HELLO })).headers['cache-status'], 'forge-aggregator; fwd=stale; stored')
+    revalidation.done()
+    t.ok(await eventually(async () => (await heldLife()) > (lifeSeconds - 60) * 1000), `TTL ${ttlSeconds} s: renewed by the 304`)
+  }
+})
+
 t.test('stale-if-error across replicas: the answer another replica produced is sent when the upstream fails', async (t) => {
   const { first, two } = await answeredByOneThenLaterOnTwo(t, TTL_MS + 5_000)
   nock(API).get(/.*/).reply(502, { message: 'Bad Gateway' }).persist()
