@@ -5,6 +5,8 @@ import { buildService, connectInspector, type Inspector, storedList } from './he
 const UNAVAILABLE = { detail: 'Item store unavailable' }
 /** The connection's default deadline: a 503 for want of replicas must come before it. */
 const DEADLINE_MS = 500
+/** Appends sent at once: enough that WAITs sent one by one would outlast the deadline many times over. */
+const BURST = 20
 
 type App = Awaited<ReturnType<typeof buildService>>['app']
 
@@ -165,6 +167,80 @@ t.test('a replica briefly behind does not fail the append: the WAIT lasts up to 
   t.equal((await answer).statusCode, 201, 'confirmed once the replica caught up, 100 ms later')
   t.same(await storedList(onReplica, 'items'), ['elderberry'])
 })
+
+t.test('a burst of appends while the replica is behind: each answers 503 within its wait, and Redis is never set aside', async (t) => {
+  const primary = await startPrimary()
+  t.teardown(() => primary.dispose())
+  const { replica } = await startReplica(t, primary)
+  const { app, logs, storedItems } = await buildService(t, { redis: primary, env: { ITEMS_MIN_REPLICAS_ACK: '1' } })
+  replica.pause()
+  t.teardown(() => replica.resume())
+
+  // One WAIT per append, queued on the connection, would keep the last of them waiting 20 times
+  // half the deadline.
+  const names = Array.from({ length: BURST }, (_, n) => `burst-${n}`)
+  const answers = await Promise.all(names.map((name) => post(app, name, `key-${name}`)))
+  t.same(answers.map((answer) => answer.statusCode), names.map(() => 503), 'every append is refused for want of a replica')
+  t.match(await metrics(app), /^items_store_commands_total\{command="append_once",outcome="timeout"\} 0$/m, 'none of them missed the deadline')
+  t.notOk(logs.lines.some((line) => line.msg === 'Redis unavailable; reconnecting in the background'), 'Redis was not set aside')
+
+  replica.resume()
+  const retried = await Promise.all(names.map((name) => post(app, name, `key-${name}`)))
+  t.same(retried.map((answer) => answer.statusCode), names.map(() => 201), 'each retry is answered once the replica holds it')
+  t.same((await storedItems()).sort(), [...names].sort(), 'each name stored once')
+})
+
+t.test('appends sent together share their WAITs, and one that Redis refuses fails alone', async (t) => {
+  const primary = await startPrimary()
+  t.teardown(() => primary.dispose())
+  await startReplica(t, primary)
+  const { app, inspector, storedItems } = await buildService(t, { redis: primary, env: { ITEMS_MIN_REPLICAS_ACK: '1' } })
+  // Its idempotency record is a list: reading it, the append's script fails with WRONGTYPE.
+  await inspector.rPush('items:idempotency:key-refused', 'not a record')
+  const waitsBefore = await waitsSent(inspector)
+
+  const names = Array.from({ length: BURST }, (_, n) => `together-${n}`)
+  const refused = names[BURST / 2]!
+  const answers = await Promise.all(names.map((name) => post(app, name, name === refused ? 'key-refused' : `key-${name}`)))
+  t.same(
+    answers.map((answer) => answer.statusCode),
+    names.map((name) => (name === refused ? 503 : 201)),
+    'the refused append answers 503; the others, sent with it, 201',
+  )
+  t.same((await storedItems()).sort(), names.filter((name) => name !== refused).sort())
+  const waits = (await waitsSent(inspector)) - waitsBefore
+  t.ok(waits < BURST / 2, `${BURST} appends at once were confirmed by ${waits} WAITs`)
+})
+
+t.test('a WAIT that Redis refuses (an ACL user without it) fails the appends it was to confirm: 503, stored once, Redis not set aside', async (t) => {
+  const primary = await startPrimary()
+  t.teardown(() => primary.dispose())
+  const admin = await connectInspector(primary.port)
+  t.teardown(() => admin.destroy())
+  await admin.aclSetUser('without-wait', ['on', '>s3cret', '~*', '&*', '+@all', '-wait'])
+  const { app, logs, storedItems } = await buildService(t, {
+    redis: primary,
+    env: { ITEMS_MIN_REPLICAS_ACK: '1', REDIS_USERNAME: 'without-wait', REDIS_PASSWORD: 's3cret' },
+  })
+
+  const answer = await post(app, 'gooseberry', 'key-8')
+  t.equal(answer.statusCode, 503)
+  t.same(answer.json(), UNAVAILABLE)
+  t.match(logs.lines.find((line) => line.msg === 'request failed'), { err: { message: /NOPERM.*wait/i } }, 'the refusal is logged')
+  t.same(await storedItems(), ['gooseberry'], 'written, but never confirmed')
+  t.equal((await post(app, 'gooseberry', 'key-8')).statusCode, 503, 'its retry is refused the same way')
+  t.same(await storedItems(), ['gooseberry'], 'and stores nothing twice')
+  t.notOk(logs.lines.some((line) => line.msg === 'Redis unavailable; reconnecting in the background'))
+})
+
+/** How many WAITs Redis has run (`INFO commandstats`). */
+async function waitsSent(inspector: Inspector): Promise<number> {
+  return Number(/^cmdstat_wait:calls=(\d+)/m.exec(await inspector.info('commandstats'))?.[1] ?? 0)
+}
+
+async function metrics(app: App): Promise<string> {
+  return (await app.inject({ method: 'GET', url: '/metrics' })).body
+}
 
 /** Clients connected to the inspector's Redis, the inspector itself left out. */
 async function connectionsBut(inspector: Inspector): Promise<number> {

@@ -1,6 +1,7 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { RedisUnavailableError, type RedisCommands, type RedisConnection } from '@repo/service-kit'
+import { createAcknowledgedAppends, type OneConnection } from './acknowledged-appends.ts'
 import {
   ID_PREFIX,
   LEGACY_MEMBER,
@@ -8,7 +9,6 @@ import {
   TOMBSTONE,
   type AppendOutcome,
   type ItemStoreScripts,
-  type ListKeys,
   type OnceOutcome,
 } from './layout.ts'
 import type { StoreCommand } from './metrics.ts'
@@ -107,11 +107,6 @@ export class ForeignPositionError extends Error {
   override readonly name = 'ForeignPositionError'
 }
 
-/** Fewer replicas than `ITEMS_MIN_REPLICAS_ACK` confirmed an append within the wait. */
-export class ReplicasBehindError extends Error {
-  override readonly name = 'ReplicasBehindError'
-}
-
 export interface ItemStoreSettings {
   /** `ITEMS_KEY`: where the list lives (its index; the chunks and the rest under `<key>:`). */
   key: string
@@ -166,8 +161,7 @@ export function createItemStore(connection: RedisConnection<ItemStoreScripts>, s
   const { maxCount, idempotencyTtlSeconds, minReplicasAck = 0, appends = connection } = settings
   const keys = listKeys(settings.key)
   const run = <T>(command: StoreCommand, send: (client: RedisCommands<ItemStoreScripts>) => Promise<T>) => connection.run(command, send)
-  // Half the deadline: a WAIT that runs out is answered (503) before the deadline sets Redis aside.
-  const waitMs = Math.max(1, Math.floor(appends.deadlineMs / 2))
+  const sendAcknowledged = minReplicasAck > 0 ? createAcknowledgedAppends(appends, minReplicasAck) : undefined
   // The id a list gets if this call is the one to make it: unique to the call, so that a list
   // deleted and made anew has an id of its own, and cursors into the old one are refused.
   const processId = randomBytes(9).toString('base64url')
@@ -178,19 +172,9 @@ export function createItemStore(connection: RedisConnection<ItemStoreScripts>, s
   let firstChunks = [1]
   let chunkBytes = 0
 
-  /**
-   * `write` alone, or `write` then `WAIT` in one pipeline: written together on one socket, the
-   * WAIT counts replicas for this write and never for a fresh connection's (which has written
-   * nothing, so any replica would do). A Sentinel client that loses the primary mid-pipeline
-   * sends the whole pipeline again to the new one, where the script finds its record or appends.
-   */
-  function acknowledged<T>(command: StoreCommand, write: (client: RedisCommands<ItemStoreScripts>) => Promise<T>, queue: (pipeline: AppendPipeline) => AppendPipeline): Promise<T> {
-    if (minReplicasAck === 0) return run(command, write)
-    return appends.run(command, async (client) => {
-      const [written, replicas] = (await queue(pipelineOn(client)).wait(minReplicasAck, waitMs).execAsPipeline()) as [T, number]
-      if (replicas < minReplicasAck) throw new ReplicasBehindError(`${replicas} of ${minReplicasAck} replicas confirmed the append within ${waitMs} ms`)
-      return written
-    })
+  /** `write`, resolved at once, or once enough replicas hold it (`ITEMS_MIN_REPLICAS_ACK`). */
+  function acknowledged<T>(command: StoreCommand, write: (client: OneConnection | RedisCommands<ItemStoreScripts>) => Promise<T>): Promise<T> {
+    return sendAcknowledged ? sendAcknowledged(command, write) : run(command, write)
   }
 
   /** Runs `command`; when an earlier version's list still sits at the key, moves it aside first. */
@@ -323,15 +307,11 @@ export function createItemStore(connection: RedisConnection<ItemStoreScripts>, s
 
   return {
     append(name) {
-      return acknowledged(
-        'append',
-        (client) => client.append(keys, newListId(), name, maxCount),
-        (pipeline) => pipeline.append(keys, newListId(), name, maxCount),
-      )
+      return acknowledged('append', (client) => client.append(keys, newListId(), name, maxCount))
     },
     appendOnce(name, idempotencyKey) {
       const args = [keys, newListId(), name, maxCount, keys.idempotency(idempotencyKey), fingerprintOf(name), idempotencyTtlSeconds] as const
-      return acknowledged('append_once', (client) => client.appendOnce(...args), (pipeline) => pipeline.appendOnce(...args))
+      return acknowledged('append_once', (client) => client.appendOnce(...args))
     },
     read,
     names,
@@ -362,17 +342,4 @@ function namesOf(segment: Segment): string[] {
 /** Redis answering that the key holds another type: an earlier version's list, not yet moved aside. */
 function isWrongType(error: unknown): boolean {
   return error instanceof RedisUnavailableError && error.cause instanceof Error && error.cause.message.startsWith('WRONGTYPE')
-}
-
-/** What an acknowledged append needs of a pipeline (node-redis `multi()`, sent with `execAsPipeline`). */
-interface AppendPipeline {
-  append(keys: ListKeys, listId: string, name: string, maxCount: number): AppendPipeline
-  appendOnce(keys: ListKeys, listId: string, name: string, maxCount: number, record: string, fingerprint: string, ttlSeconds: number): AppendPipeline
-  wait(replicas: number, timeoutMs: number): AppendPipeline
-  execAsPipeline(): Promise<unknown[]>
-}
-
-/** A pipeline on a client or a Sentinel client: node-redis types `multi()` on their union as `any`. */
-function pipelineOn(client: RedisCommands<ItemStoreScripts>): AppendPipeline {
-  return 'acquire' in client ? client.multi() : client.multi()
 }
