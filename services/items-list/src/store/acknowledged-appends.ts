@@ -90,7 +90,8 @@ export function createAcknowledgedAppends(appends: RedisConnection<ItemStoreScri
 /**
  * Runs `send` on one connection to the primary: a client's own, or one a Sentinel client leases
  * for the while (it would otherwise send each command to whichever primary it knows of then).
+ * Async, so that a command that throws as it is built rejects like one Redis refused.
  */
-function onOneConnection<T>(client: RedisCommands<ItemStoreScripts>, send: (connection: OneConnection) => Promise<T>): Promise<T> {
+async function onOneConnection<T>(client: RedisCommands<ItemStoreScripts>, send: (connection: OneConnection) => Promise<T>): Promise<T> {
   return 'use' in client ? client.use(send) : send(client)
 }
