@@ -17,6 +17,7 @@ import { promisify } from 'node:util'
 import { createClient } from 'redis'
 import { request } from 'undici'
 import { answerWithoutLogin, eventually } from '@repo/test-support'
+import { serversInRotation } from '../../haproxy/src/server-states.ts'
 import { SERVICES } from '../../kubernetes/src/services.ts'
 import { SLOW_LOGIN_PREFIX, SLOW_PROFILE_MS, startFakeGitHub } from '../src/fake-github.ts'
 import { devDependenciesIn, readBundle, unlocked } from '../src/bundle.ts'
@@ -119,10 +120,21 @@ async function accessLine(service: ServiceName, requestId: string): Promise<Reco
   return found
 }
 
-/** How many times HAProxy has logged a server of `service`'s backend coming UP. */
-async function timesUp(service: ServiceName): Promise<number> {
+/** Each service's port inside its containers, where the host reaches a replica directly. */
+const PORT: Readonly<Record<ServiceName, number>> = { 'forge-aggregator': 3000, 'items-list': 8080 }
+
+/** What a replica's own /ready answers at `ip` (0 when nothing answers). */
+async function readyAt(service: ServiceName, ip: string): Promise<number> {
+  return request(`http://${ip}:${PORT[service]}/ready`).then(
+    async (res) => (await res.body.dump(), res.statusCode),
+    () => 0,
+  )
+}
+
+/** How many of `service`'s replicas HAProxy has in rotation, as its log says. */
+async function serversUp(service: ServiceName): Promise<number> {
   const [haproxy] = await stack.containers('haproxy')
-  return (await stack.logs(haproxy!)).split(`Server ${service}/`).slice(1).filter((rest) => /^\S+ is UP/.test(rest)).length
+  return serversInRotation(await stack.logs(haproxy!), service)
 }
 
 t.test('the stack comes up healthy: both services, both Redis servers, and HAProxy in front', async (t) => {
@@ -239,7 +251,7 @@ t.test('scaled to 3 aggregators and 2 items-lists, HAProxy sends traffic to ever
   for (const service of ['forge-aggregator', 'items-list'] as const) {
     const replicas = await stack.containers(service)
     t.equal(replicas.length, service === 'forge-aggregator' ? 3 : 2, `${service} replicas`)
-    t.ok(await eventually(async () => (await timesUp(service)) >= replicas.length, 100), `HAProxy has seen every ${service} replica up`)
+    t.ok(await eventually(async () => (await serversUp(service)) === replicas.length, 150, 200), `HAProxy has every ${service} replica in rotation`)
     const ids = Array.from({ length: 30 }, () => randomUUID())
     for (const id of ids) await call(service, service === 'items-list' ? '/items/' : '/api/forge/users?user_name=mona', { headers: { 'x-request-id': id } })
     const served = await eventually(async () => {
@@ -255,17 +267,17 @@ t.test('each replica restarted in turn under keep-alive load: no request fails, 
   const exits: string[] = []
   await timed('rolling restart of 5 replicas', async () => {
     for (const service of ['items-list', 'forge-aggregator'] as const) {
-      for (const replica of await stack.containers(service)) {
+      const replicas = await stack.containers(service)
+      for (const replica of replicas) {
         const { ip } = await addressOf(replica)
-        const upBefore = await timesUp(service)
         const stopping = stack.docker('stop', replica)
         // An answer still being produced when Docker's default 10 s would have run out: it comes
         // in late in the drain and waits SLOW_PROFILE_MS on the upstream (under FORGE_TIMEOUT_MS).
         let slow: Promise<number> | undefined
         if (service === 'forge-aggregator') {
-          t.ok(await eventually(async () => (await request(`http://${ip}:3000/ready`).then((res) => res.statusCode, () => 0)) === 503, 20), 'it drains: /ready answers 503')
+          t.ok(await eventually(async () => (await readyAt(service, ip)) === 503, 20), 'it drains: /ready answers 503')
           await sleep(3_500)
-          slow = request(`http://${ip}:3000/api/forge/users?user_name=${SLOW_LOGIN_PREFIX}${randomUUID().slice(0, 8)}`).then(
+          slow = request(`http://${ip}:${PORT[service]}/api/forge/users?user_name=${SLOW_LOGIN_PREFIX}${randomUUID().slice(0, 8)}`).then(
             async (res) => (await res.body.dump(), res.statusCode),
             () => 0,
           )
@@ -276,7 +288,11 @@ t.test('each replica restarted in turn under keep-alive load: no request fails, 
         exits.push(`${service} ${ExitCode}`)
         t.equal(ExitCode, 0, `${service} replica exits 0`)
         await stack.docker('start', replica)
-        t.ok(await eventually(async () => (await timesUp(service)) > upBefore, 100), `HAProxy sees the ${service} replica up again`)
+        // Docker may give it another address; HAProxy finds it through DNS either way.
+        const { ip: restartedAt } = await addressOf(replica)
+        // A fresh start takes seconds on a busy machine: up to 30 s, polled every 200 ms.
+        const back = await eventually(async () => (await readyAt(service, restartedAt)) === 200 && (await serversUp(service)) === replicas.length, 150, 200)
+        t.ok(back, `the ${service} replica is ready again and HAProxy has it in rotation`)
       }
     }
   })
