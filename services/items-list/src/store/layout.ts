@@ -213,9 +213,10 @@ interface RemoveStepScript {
  * finds them, `LSET` replaces them: the chunk's other names keep their places), drops chunks left
  * with nothing but tombstones, moves the legacy list in when the chunks run out, and stops when its
  * budget is spent. It may run while Redis is out of memory (allow-oom): a delete frees memory, and
- * a full Redis is when a delete is most wanted. A delete that needs more than one step holds the name's lock from its first to
- * its last, so that a concurrent delete of the same name waits (`busy`) and then finds nothing: of
- * concurrent deletes of one name exactly one removes it, however long the list.
+ * a full Redis is when a delete is most wanted. A delete that needs more than one step holds the
+ * name's lock from its first to its last, so that a concurrent delete of the same name waits
+ * (`busy`) and then finds nothing: of concurrent deletes of one name exactly one removes it,
+ * however long the list.
  */
 const REMOVE_STEP: RedisScripts[string] & RemoveStepScript = defineScript({
   SCRIPT: `${DECLARED} flags=allow-oom
