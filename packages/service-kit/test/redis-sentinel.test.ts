@@ -95,7 +95,12 @@ async function connectThroughSentinel(t: Test, deadlineMs?: number) {
   // Redis's own count of the reads it made from its clients' sockets: a burst written whole is
   // read in a few, a burst sent one command per round trip in one per command.
   const readsByPrimary = async () => Number(/^total_reads_processed:(\d+)/m.exec(await admin.info('stats'))?.[1])
-  return { connection, outcomes, readsByPrimary }
+  // Connections to the primary but the test's own and the sentinels'.
+  const connectionsToPrimary = async () => {
+    const own = await admin.clientId()
+    return (await admin.clientList()).filter((client) => client.id !== own && !client.name.startsWith('sentinel-')).length
+  }
+  return { connection, outcomes, readsByPrimary, connectionsToPrimary }
 }
 
 t.test('a cold burst of 2,000 commands through sentinels is written as one, as a client’s is: Redis reads it in a few reads, within the deadline', async (t) => {
@@ -136,6 +141,16 @@ t.test('an exclusive lease of a connection to the primary (use) is not kept wait
   const answer = await Promise.race([leased, new Promise((resolve) => setTimeout(resolve, 2_000, 'still waiting for a lease'))])
   t.equal(answer, 'PONG')
   t.equal(await connection.run('ping', (client) => client.ping()), 'PONG', 'ordinary commands meanwhile')
+})
+
+t.test('through sentinels, commands keep one connection to the primary and exclusive leases another; a subscriber adds its subscription and one more', async (t) => {
+  const { connection, connectionsToPrimary } = await connectThroughSentinel(t)
+  t.equal(await connectionsToPrimary(), 2)
+  const subscriber = connection.duplicate()
+  await subscriber.connect()
+  await subscriber.subscribe('news', () => {})
+  // The subscriber sends no command of its own: a pool of two would leave one idle.
+  t.equal(await connectionsToPrimary(), 4)
 })
 
 /** Keeps this process's event loop to itself for `ms`, as a burst of requests does. */

@@ -200,7 +200,8 @@ export function createRedisConnection<Scripts extends RedisScripts = NoScripts>(
     deadlineMs,
     run,
     duplicate() {
-      const duplicate: RedisCommands<Scripts> = client.duplicate()
+      // A subscriber sends no command of its own: the pool's second connection, kept for `use`, would idle.
+      const duplicate: RedisCommands<Scripts> = 'use' in client ? client.duplicate({ masterPoolSize: 1 }) : client.duplicate()
       duplicate.on('error', ignore)
       duplicates.push(duplicate)
       return duplicate
