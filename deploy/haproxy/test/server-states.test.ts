@@ -41,3 +41,11 @@ t.test('only the backend asked about, and only the raw log lines, not the same n
   t.equal(serversInRotation(log(items, draining('forge-aggregator-1'), stderr), 'items-list'), 1)
   t.equal(serversInRotation(log(items, draining('forge-aggregator-1'), stderr), 'forge'), 0, 'a prefix of a backend’s name is not that backend')
 })
+
+t.test('a backend whose name starts another’s counts only its own servers: items is not items-list', async (t) => {
+  const up = (backend: string, server: string) => `Server ${backend}/${server} ('${backend}') is UP/READY (resolves again).`
+  const lines = log(up('items', 'items-1'), up('items-list', 'items-list-1'), up('items-list', 'items-list-2'), up('items-listing', 'items-listing-1'))
+  t.equal(serversInRotation(lines, 'items'), 1, 'items: its own server, none of items-list’s')
+  t.equal(serversInRotation(lines, 'items-list'), 2, 'items-list: its own two, none of items-listing’s')
+  t.equal(serversInRotation(lines, 'items-listing'), 1)
+})

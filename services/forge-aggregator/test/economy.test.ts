@@ -1,7 +1,8 @@
 import t from 'tap'
 import nock from 'nock'
+import { eventually } from '@repo/test-support'
 import { buildAggregator, untilRequestsIn } from './helpers/build.ts'
-import { API, RESOURCE_HEADERS, SEARCH_HEADERS, fixtures, heldReply, mockSearch, mockUser, recordUnexpectedCalls } from './helpers/upstream.ts'
+import { API, RESOURCE_HEADERS, SEARCH_HEADERS, fixtures, heldReply, makeFollowers, makeRepos, makeUser, mockSearch, mockUser, recordUnexpectedCalls } from './helpers/upstream.ts'
 
 t.afterEach(() => {
   nock.cleanAll()
@@ -149,6 +150,41 @@ t.test('below FORGE_BUDGET_RESERVE of the core limit, known users are served sta
   const newcomer = nock(API).get('/repos/octocat/newcomer').reply(200, fixtures.repository, low)
   const res = await app.inject({ method: 'GET', url: '/api/forge/repos?repo_name=newcomer' })
   t.equal(res.statusCode, 200)
+  newcomer.done()
+})
+
+t.test('below FORGE_BUDGET_RESERVE, a known user past the TTL is served stale and none of its five calls is made, searches included; a new user is answered', async (t) => {
+  const { app, advanceClock, now, logs } = await buildAggregator(t, { env: { FORGE_BUDGET_RESERVE: 0.1 } })
+  // 400 of 5,000 left, for another 15 minutes: below the reserve's 500.
+  const low = { ...RESOURCE_HEADERS, 'x-ratelimit-remaining': '400', 'x-ratelimit-limit': '5000', 'x-ratelimit-reset': String(Math.floor(now() / 1000) + 900) }
+  const upstreamUser = (login: string) => {
+    const scope = nock(API)
+    scope.get(`/users/${login}`).reply(200, makeUser(login, { public_repos: 2 }), low)
+    scope.get(`/users/${login}/repos`).query(true).reply(200, makeRepos(login, 2), low)
+    scope.get(`/users/${login}/followers`).query(true).reply(200, makeFollowers(1), low)
+    mockSearch(scope, login, 'issue', 1)
+    mockSearch(scope, login, 'pr', 1)
+    return scope
+  }
+  upstreamUser('known')
+  t.equal((await app.inject({ method: 'GET', url: usersUrl('known') })).statusCode, 200)
+  advanceClock(TTL_MS + 1)
+
+  const unexpected = recordUnexpectedCalls(t)
+  const known = await app.inject({ method: 'GET', url: usersUrl('known') })
+  t.equal(known.statusCode, 200)
+  t.equal(known.headers['cache-status'], 'forge-aggregator; hit; fwd=stale; detail=budget')
+  t.equal(known.headers.age, '60')
+  // The stale answer goes as soon as one call is refused: the other four are judged after it.
+  const refused = () => logs.lines.filter((line) => line.msg === 'upstream rate limit spent; call not made' && (line.upstream as { path: string }).path.includes('known'))
+  t.ok(await eventually(async () => refused().length + unexpected.length >= 5), 'each of the five calls was made or refused')
+  t.same(unexpected, [], 'not one call made: profile, repositories, followers and both searches alike')
+  t.equal(refused().length, 5)
+
+  const newcomer = upstreamUser('newcomer')
+  const answered = await app.inject({ method: 'GET', url: usersUrl('newcomer') })
+  t.equal(answered.statusCode, 200)
+  t.equal(answered.headers['x-forge-partial'], undefined, 'its searches too')
   newcomer.done()
 })
 

@@ -1,10 +1,13 @@
 import t from 'tap'
 import type { InjectOptions } from 'fastify'
+import { exchangeRaw } from '@repo/test-support'
 import { buildService } from './helpers/service.ts'
 
 const { app, storedItems, inspector } = await buildService(t)
 
 const JSON_HEADERS = { 'content-type': 'application/json' }
+
+const UNADDRESSABLE = 'body/name must not be "." or "..": a URL cannot address them'
 
 interface BadInput {
   rule: string
@@ -37,6 +40,8 @@ const badBodies: BadInput[] = [
     status: 422,
     detail: /^body\/name must match pattern/,
   },
+  { rule: 'the name ".", which a URL cannot address', request: { payload: { name: '.' } }, status: 422, detail: UNADDRESSABLE },
+  { rule: 'the name "..", which a URL cannot address', request: { payload: { name: '..' } }, status: 422, detail: UNADDRESSABLE },
   { rule: 'malformed JSON', request: { headers: JSON_HEADERS, payload: '{"name":' }, status: 400, detail: /not valid JSON/ },
   { rule: 'a text/plain body', request: { headers: { 'content-type': 'text/plain' }, payload: 'apple' }, status: 415, detail: 'Unsupported Media Type' },
   {
@@ -68,6 +73,51 @@ for (const { rule, request, status, detail } of badBodies) {
     t.match(res.json(), { detail })
     t.same(Object.keys(res.json<object>()), ['detail'])
     t.same(await storedItems(), ['existing'])
+  })
+}
+
+/** The path `fetch` and browsers send for `DELETE /items/{name}`: WHATWG URL parsing resolves dot segments, encoded or not. */
+const pathSentFor = (name: string) => new URL(`http://localhost/items/${encodeURIComponent(name)}`).pathname
+
+t.test('"." and ".." are refused because a URL client could never delete them: it sends their DELETE to another path', async (t) => {
+  t.equal(pathSentFor('.'), '/items/')
+  t.equal(pathSentFor('..'), '/')
+})
+
+t.test('POST of "." or ".." with an Idempotency-Key answers 422 and records no key: the key then appends another name', async (t) => {
+  for (const name of ['.', '..']) {
+    const res = await app.inject({ method: 'POST', url: '/items/', headers: { 'idempotency-key': `dots-${name}` }, payload: { name } })
+    t.equal(res.statusCode, 422, name)
+    t.same(res.json(), { detail: UNADDRESSABLE })
+    const next = await app.inject({ method: 'POST', url: '/items/', headers: { 'idempotency-key': `dots-${name}` }, payload: { name: 'apple' } })
+    t.equal(next.statusCode, 201, `the key of ${name} is free`)
+    t.notOk(next.headers['idempotent-replayed'])
+  }
+  t.same(await storedItems(), ['apple', 'apple'])
+})
+
+// Over a real socket: app.inject() parses its URL as a WHATWG client does, and resolves the dots.
+t.test('"." and ".." that an earlier version stored are deleted by a client that sends the path as written', async (t) => {
+  await app.listen({ host: '127.0.0.1', port: 0 })
+  const { port } = app.server.address() as { port: number }
+  await inspector.rPush('items', ['.', '..', 'existing'])
+  for (const [path, name] of [['/items/%2E', '.'], ['/items/%2E%2E', '..']] as const) {
+    const answer = await exchangeRaw(port, `DELETE ${path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`)
+    t.equal(answer.status, 200, path)
+    t.same(JSON.parse(answer.body), { message: `Item ${name} deleted successfully` })
+  }
+  t.same(await storedItems(), ['existing'])
+})
+
+for (const name of ['...', '.a', 'a.', '.. ', ' .', '%2E%2E']) {
+  t.test(`the name ${JSON.stringify(name)}, dots and more, is appended and deleted through the path a URL client sends`, async (t) => {
+    const added = await app.inject({ method: 'POST', url: '/items/', payload: { name } })
+    t.equal(added.statusCode, 201)
+    t.same(await storedItems(), [name])
+    const deleted = await app.inject({ method: 'DELETE', url: pathSentFor(name) })
+    t.equal(deleted.statusCode, 200)
+    t.same(deleted.json(), { message: `Item ${name} deleted successfully` })
+    t.same(await storedItems(), [])
   })
 }
 

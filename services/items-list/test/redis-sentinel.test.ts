@@ -37,12 +37,13 @@ t.test('with REDIS_SENTINELS, items-list works on the primary the sentinels know
   t.same(await storedList(admin, 'items'), ['apricot'], 'on the primary')
 
   // Every connection to the primary but the test's own, the replica's and the sentinel's is
-  // items-list's: its store, its appends, and the helper's inspector (which logs in as the app does).
+  // items-list's: two each for its store and its appends (one for their commands, one for the
+  // exclusive leases of acknowledged appends), and the helper's inspector (which logs in as the app does).
   const own = await admin.clientId()
   const others = (await admin.clientList()).filter((client) => client.id !== own && !client.flags.includes('S') && !client.name.startsWith('sentinel-'))
   t.same(
     others.map((client) => client.user),
-    Array(3).fill(itemsList.username),
+    Array(5).fill(itemsList.username),
   )
   t.same(await admin.aclLog(), [], 'Redis refused it nothing')
 })

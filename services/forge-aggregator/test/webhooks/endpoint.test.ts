@@ -1,12 +1,13 @@
 import t, { type Test } from 'tap'
 import { Readable } from 'node:stream'
 import { sign } from '@octokit/webhooks-methods'
-import { buildAggregator, testClock, type TestAggregator, type TestEnv } from '../helpers/build.ts'
+import { buildAggregator, metricValue, testClock, type TestAggregator, type TestEnv } from '../helpers/build.ts'
 import { INSTALLATION_ID, startAppUpstream, type AppUpstream } from '../helpers/app-upstream.ts'
 import { githubDeliveries, payloads, WEBHOOK_PATH, WEBHOOK_SECRET } from '../helpers/webhook-deliveries.ts'
 
 // One replica, no shared Redis: deliveries are remembered in the process, drops are its own.
 const github = githubDeliveries()
+const DAY_MS = 24 * 60 * 60 * 1000
 
 async function webhookAggregator(t: Test, env: TestEnv = {}): Promise<{ aggregator: TestAggregator; upstream: AppUpstream }> {
   const clock = testClock()
@@ -115,6 +116,26 @@ t.test('a body over the bound is 401 unread, signed or not, and changes nothing'
   t.equal((await users(aggregator, 'mona')).totalStars, before)
 })
 
+t.test('a body of exactly 1 MiB is read, with its Content-Length or without; one byte more is refused', async (t) => {
+  const { aggregator } = await webhookAggregator(t)
+  /** A signed star whose JSON is exactly `bytes` long. */
+  const starOf = async (bytes: number) => {
+    const unpadded = JSON.stringify({ ...payloads.star('mona', 'repo-000'), padding: '' })
+    const body = JSON.stringify({ ...payloads.star('mona', 'repo-000'), padding: 'x'.repeat(bytes - unpadded.length) })
+    t.equal(Buffer.byteLength(body), bytes)
+    return { body, signature: await sign(WEBHOOK_SECRET, body) }
+  }
+  const atBound = await starOf(1024 * 1024)
+  const overBound = await starOf(1024 * 1024 + 1)
+  const split = (body: string) => Readable.from([body.slice(0, 600_000), body.slice(600_000)])
+
+  t.equal((await github.deliver(aggregator.app, 'star', undefined, atBound)).statusCode, 200, '1 MiB, its Content-Length given')
+  t.equal((await github.deliver(aggregator.app, 'star', undefined, { ...atBound, body: split(atBound.body) })).statusCode, 200, '1 MiB as it arrives')
+  t.equal((await github.deliver(aggregator.app, 'star', undefined, overBound)).statusCode, 401, 'one byte more, its Content-Length given')
+  t.equal((await github.deliver(aggregator.app, 'star', undefined, { ...overBound, body: split(overBound.body) })).statusCode, 401, 'one byte more as it arrives')
+  t.equal(await aggregator.metric('forge_webhook_deliveries_total', { event: 'star', outcome: 'bad_signature' }), 2)
+})
+
 t.test('a signed body that is not JSON, or lacks its event or delivery id, is 401 and changes nothing', async (t) => {
   const { aggregator, upstream } = await webhookAggregator(t)
   const before = await heldThenChanged(t, aggregator, upstream, 'mona')
@@ -194,6 +215,37 @@ t.test('metrics: deliveries by event and outcome, from zero, and the age of each
   t.equal(await aggregator.metric('forge_webhook_dropped_answer_age_seconds_sum'), 90)
   t.equal(await aggregator.metric('forge_webhook_dropped_answer_age_seconds_bucket', { le: '60' }), 0)
   t.equal(await aggregator.metric('forge_webhook_dropped_answer_age_seconds_bucket', { le: '300' }), 1)
+})
+
+t.test('every event label, other included, with every outcome, is on /metrics at 0 before any delivery', async (t) => {
+  const { aggregator } = await webhookAggregator(t)
+  // Spelled out rather than imported: a label missing from the service's own list must show here.
+  const events = ['star', 'fork', 'repository', 'push', 'issues', 'pull_request', 'installation', 'ping', 'other']
+  const outcomes = ['applied', 'repeat', 'ignored', 'bad_signature', 'malformed', 'failed']
+  const page = (await aggregator.app.inject({ url: '/metrics' })).body
+  for (const event of events) {
+    for (const outcome of outcomes) t.equal(metricValue(page, 'forge_webhook_deliveries_total', { event, outcome }), 0, `${event} ${outcome}`)
+  }
+})
+
+t.test('without a shared Redis a delivery is remembered for 3 days, GitHub’s window for redelivering it', async (t) => {
+  const { aggregator } = await webhookAggregator(t)
+  const first = await github.deliver(aggregator.app, 'star', payloads.star('mona', 'repo-000'))
+  t.same(first.json(), { outcome: 'applied' })
+  // The process's memory of deliveries keeps time by performance.now(), not by the app's clock.
+  const realNow = performance.now.bind(performance)
+  let shiftMs = 0
+  t.capture(performance, 'now', () => realNow() + shiftMs)
+  const after = async (ms: number) => {
+    shiftMs = ms
+    // lru-cache reuses a reading of the clock for a millisecond.
+    await new Promise((resolve) => setTimeout(resolve, 5))
+    return (await github.redeliver(aggregator.app, first.id)).json()
+  }
+  t.same(await after(260_000), { outcome: 'repeat' }, 'after 260 s')
+  t.same(await after(DAY_MS), { outcome: 'repeat' }, 'after a day')
+  t.same(await after(3 * DAY_MS - 60_000), { outcome: 'repeat' }, 'a minute before 3 days')
+  t.same(await after(3 * DAY_MS + 60_000), { outcome: 'applied' }, 'forgotten after 3 days')
 })
 
 t.test('one log line per delivery: its event, delivery id, owner and outcome, nothing else of the payload', async (t) => {

@@ -41,9 +41,9 @@ t.test('repository events drop the owner’s users and repos answers and the rep
   ], 'fork: the forker’s too')
 })
 
-t.test('issues and pull requests drop their author’s users answer, for the actions that change the counts', async (t) => {
+t.test('issues and pull requests drop their author’s users answer, lower case, for the actions that change the counts', async (t) => {
   for (const action of ['opened', 'closed', 'reopened', 'deleted', 'transferred']) t.same(keysOf('issues', { action, issue: { user: { login: 'Mona' } } }), ['users/mona'], action)
-  for (const action of ['opened', 'closed', 'reopened']) t.same(keysOf('pull_request', { action, pull_request: { user: { login: 'mona' } } }), ['users/mona'], action)
+  for (const action of ['opened', 'closed', 'reopened']) t.same(keysOf('pull_request', { action, pull_request: { user: { login: 'Mona' } } }), ['users/mona'], action)
   t.equal(keysOf('pull_request', { action: 'edited', pull_request: { user: { login: 'mona' } } }), undefined)
   t.equal(keysOf('issues', { action: 'edited', issue: { user: { login: 'mona' } } }), undefined)
 })

@@ -4,7 +4,7 @@ import type { FastifyReply } from 'fastify'
 import { HttpError } from '@repo/http-errors'
 import { ForeignPositionError, type ItemStore, type ReadPosition } from '../store/item-store.ts'
 import { decodeCursor, encodeCursor } from './cursor.ts'
-import { Added, ErrorDetail, IdempotencyHeaders, ItemList, ItemNameParams, ListQuery, Message, NewItem } from './schemas.ts'
+import { Added, ErrorDetail, IdempotencyHeaders, ItemList, ItemNameParams, ListQuery, Message, NewItem, UNADDRESSABLE_NAMES } from './schemas.ts'
 
 const STORE_DOWN = { 503: ErrorDetail }
 const BAD_BODY = { 400: ErrorDetail, 413: ErrorDetail, 415: ErrorDetail, 422: ErrorDetail }
@@ -28,6 +28,7 @@ export const itemRoutes: FastifyPluginAsyncTypebox<{ maxCount: number }> = async
     },
     async (request, reply) => {
       const { name } = request.body
+      if (UNADDRESSABLE_NAMES.has(name)) throw new HttpError(422, { detail: 'body/name must not be "." or "..": a URL cannot address them' })
       const idempotencyKey = request.headers['idempotency-key']
       const outcome = idempotencyKey === undefined ? await store.append(name) : await store.appendOnce(name, idempotencyKey)
       if (outcome === 'full') throw full()

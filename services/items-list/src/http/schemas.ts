@@ -1,10 +1,20 @@
 import { Type, type Static } from '@sinclair/typebox'
 
 /** 1 to 1024 characters of well-formed Unicode: a lone surrogate could not round-trip through Redis. */
-export const ItemName = Type.String({ minLength: 1, maxLength: 1024, pattern: '^\\P{Cs}*$' })
+const NAME = { minLength: 1, maxLength: 1024, pattern: '^\\P{Cs}*$' }
+export const ItemName = Type.String(NAME)
 
-export const NewItem = Type.Object({ name: ItemName }, { description: 'Other fields are ignored.' })
+export const NewItem = Type.Object(
+  { name: Type.String({ ...NAME, description: 'Not "." or "..": a URL cannot address them, so no DELETE could reach them.' }) },
+  { description: 'Other fields are ignored.' },
+)
 export type NewItem = Static<typeof NewItem>
+
+/**
+ * The names a WHATWG URL parser (browsers, `fetch`, undici) turns into path steps: `/items/%2E%2E`
+ * becomes `/`, so a name a client could append it could never delete.
+ */
+export const UNADDRESSABLE_NAMES: ReadonlySet<string> = new Set(['.', '..'])
 
 export const ItemNameParams = Type.Object({ item_name: ItemName })
 export type ItemNameParams = Static<typeof ItemNameParams>
