@@ -12,7 +12,7 @@ import { redisTarget } from './store/plugin.ts'
 // 1 when Redis could not be reached or refused, 2 without `--yes`.
 
 /** How long to wait for Redis before giving up: the connection is made in the background. */
-const CONNECT_WAIT_MS = 10_000
+const CONNECT_WAIT_MS = 5_000
 
 const log = createLogger('info', process.stdout)
 if (!process.argv.includes('--yes')) {
