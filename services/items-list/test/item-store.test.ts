@@ -117,3 +117,26 @@ t.test('the item-store plugin refuses an app without the metrics registry it add
   const config = loadConfig(ItemsListConfig, {})
   await t.rejects(async () => app.register(itemStore, { config }), { code: 'FST_ERR_PLUGIN_NOT_PRESENT_IN_INSTANCE', message: /metrics/ })
 })
+
+t.test('a reader that leaves mid-read, then the step read ahead for it failing, does not crash the replica (no unhandled rejection)', async (t) => {
+  const { app, inspector } = await buildService(t)
+  for (let index = 0; index < 3_000; index++) await app.itemStore.append(`name ${index}`)
+  // Chunk 103, past a gap, is not a Redis list: the step that reads it fails, every time.
+  await inspector.zAdd('items', { score: 103, value: '103' })
+  await inspector.set('items:chunk:103', 'not a chunk')
+  const unhandled: unknown[] = []
+  const record = (reason: unknown) => unhandled.push(reason)
+  process.on('unhandledRejection', record)
+  t.teardown(() => process.off('unhandledRejection', record))
+
+  const listId = (await inspector.hGet('items:header', 'id'))!
+  const reading = app.itemStore.names({ listId, chunk: 1, offset: 0 })
+  const first = await reading.next()
+  t.equal(first.value?.length, 3_000, 'the chunks before the gap, while the step after them is read ahead')
+  // What the HTTP answer does when its client goes away.
+  await reading.return()
+  await t.rejects(app.itemStore.read({ listId, chunk: 103, offset: 0 }), RedisUnavailableError, 'the step read ahead fails')
+  await new Promise((resolve) => setImmediate(resolve))
+  t.same(unhandled, [])
+  t.equal((await app.inject({ method: 'GET', url: '/ready' })).statusCode, 200, 'the replica serves on')
+})
