@@ -31,7 +31,8 @@ export function migrateInBackground(store: ItemStore, isAvailable: () => boolean
         if (moved > 0) log.info({ names: moved }, "an earlier version's list is moved into chunks")
       },
       (error: unknown) => {
-        const reason = error instanceof Error ? error.message : String(error)
+        // The store rejects with errors only (RedisUnavailableError, InconsistentListError).
+        const reason = (error as Error).message
         if (reason !== failing) log.warn({ reason }, "the move of an earlier version's list into chunks failed; trying again every second at most")
         failing = reason
         again()
