@@ -43,6 +43,8 @@ async function runReset(args: string[], env: Record<string, string> = { REDIS_HO
 
 t.test('after DEL of the index, appends, reads and deletes answer 503 and store nothing; a log line, a metric and /ready say why', async (t) => {
   for (let index = 0; index < 3; index++) await app.itemStore.append(nameAt(index))
+  t.equal(await app.itemStore.appendOnce('recorded', 'k0'), 'appended')
+  await app.itemStore.removeAll('recorded')
   const cursor = (await app.inject({ method: 'GET', url: '/items/?limit=1' })).headers.link!.toString().slice(1, -13)
   await inspector.del('items')
 
@@ -51,7 +53,9 @@ t.test('after DEL of the index, appends, reads and deletes answer 503 and store 
   t.same(post, { detail: 'Item store inconsistent: the index at ITEMS_KEY is gone while its header counts 3 names' })
   t.same(ready, post, '/ready gives the reason')
   t.equal((await app.inject({ method: 'GET', url: cursor })).statusCode, 503, 'a cursor into the list: the list lost its index, the cursor is not foreign')
-  t.same(await inspector.lRange('items:chunk:1', 0, -1), [nameAt(0), nameAt(1), nameAt(2)], 'no name appended where no read looks')
+  const replay = await app.inject({ method: 'POST', url: '/items/', payload: { name: 'recorded' }, headers: { 'idempotency-key': 'k0' } })
+  t.equal(replay.statusCode, 503, 'nor a replay, whose 201 would say a read shows the name')
+  t.same(await inspector.lRange('items:chunk:1', 0, -1), [nameAt(0), nameAt(1), nameAt(2), ''], 'no name appended where no read looks')
   t.equal(await inspector.hGet('items:header', 'count'), '3', 'nor counted')
   t.match(await logs.waitFor((line) => line.reason !== undefined && line.command === 'append'), {
     level: 50,

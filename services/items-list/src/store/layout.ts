@@ -69,15 +69,16 @@ export const INCONSISTENT = 'INCONSISTENT'
  *
  * `diagnose()` says how the header and the index disagree, if they do: a header without its index
  * (`DEL ITEMS_KEY`), an index without its `id:` member or without its header, a plain list at the
- * key beside the header or beside a legacy list. `ensure()` refuses those (an error reply starting
- * INCONSISTENT) before it writes anything, and otherwise makes the layout exist: it turns an
- * earlier version's list at the index's key into the legacy list (one O(1) RENAME: from then on
- * that version's commands meet a sorted set and fail, rather than act on part of the list), gives
- * a new list its id, and copies into the header the id of an index made before the header kept it.
- * `migrate(chunks)` moves up to that many chunks' worth of names from the legacy list's head into
- * new chunks, and clears `legacy` from the index and the header once it is empty.
- * `append(name, maxCount)` is four O(1) commands (the header read, the index's id checked, the
- * push, the header written): a hot path, and Redis's time is everyone's.
+ * key beside the header or beside a legacy list. `refuseInconsistent()` refuses those (an error
+ * reply starting INCONSISTENT), before anything is written. `ensure()` refuses them too, and
+ * otherwise makes the layout exist: it turns an earlier version's list at the index's key into
+ * the legacy list (one O(1) RENAME: from then on that version's commands meet a sorted set and
+ * fail, rather than act on part of the list), gives a new list its id, and copies into the header
+ * the id of an index made before the header kept it. `migrate(chunks)` moves up to that many
+ * chunks' worth of names from the legacy list's head into new chunks, and clears `legacy` from the
+ * index and the header once it is empty. `append(name, maxCount)` is four O(1) commands (the
+ * header read, the index's id checked, the push, the header written): a hot path, and Redis's
+ * time is everyone's.
  */
 const PRELUDE = `
 local index, header = KEYS[1], KEYS[2]
@@ -109,9 +110,13 @@ local function diagnose()
   return nil
 end
 
-local function ensure()
+local function refuseInconsistent()
   local reason = diagnose()
   if reason then error({err = '${INCONSISTENT} ' .. reason}) end
+end
+
+local function ensure()
+  refuseInconsistent()
   local kind = redis.call('TYPE', index).ok
   if kind == 'zset' then
     if not redis.call('HGET', header, 'id') then
@@ -223,6 +228,8 @@ ${PRELUDE}
 local recorded = redis.call('GET', KEYS[3])
 if recorded then
   if recorded ~= ARGV[4] then return 'conflict' end
+  -- A replay's 201 says too that a read shows the name.
+  refuseInconsistent()
   redis.call('SET', KEYS[3], recorded, 'KEEPTTL')
   return 'replayed'
 end
