@@ -1,7 +1,9 @@
 import t from 'tap'
 import { createHash } from 'node:crypto'
 import { setTimeout as sleep } from 'node:timers/promises'
+import { fileURLToPath } from 'node:url'
 import { createClient } from 'redis'
+import { LISTENING, eventually, runServiceSource } from '@repo/test-support'
 import { ITEM_STORE_SCRIPTS, listKeys } from '../src/store/layout.ts'
 import { buildService, nameAt, writeEarlierList } from './helpers/service.ts'
 
@@ -73,4 +75,38 @@ t.test('the delete lock always expires: a delete cut short cannot leave its name
   t.ok(ttl > 0 && ttl <= 5_000, `the lock held mid-delete expires in ${ttl} ms`)
   t.equal((await deleting).statusCode, 200)
   t.same(await inspector.keys('items:deleting:*'), [], 'and the delete let go of it when done')
+})
+
+t.test('a replica frozen (SIGSTOP) mid-delete past its lock: of its DELETE and another replica’s, at most one answers 200, and a name appended after that 200 is kept', async (t) => {
+  await writeEarlierList(inspector, 'items', MILLION)
+  await app.itemStore.migrate()
+  await app.itemStore.append('doomed')
+  const frozen = runServiceSource(fileURLToPath(new URL('..', import.meta.url)), {
+    HOST: '127.0.0.1',
+    PORT: '0',
+    REDIS_HOST: '127.0.0.1',
+    REDIS_PORT: String(redis.port),
+    ITEMS_MAX_COUNT: String(2 * MILLION),
+    SHUTDOWN_DELAY_SECONDS: '0',
+  })
+  t.teardown(() => {
+    frozen.child.kill('SIGCONT')
+    frozen.child.kill('SIGKILL')
+  })
+  const [, port] = await frozen.waitFor(LISTENING)
+
+  const first = fetch(`http://127.0.0.1:${port}/items/doomed`, { method: 'DELETE' })
+  // Frozen between two of its steps, holding the lock.
+  await onceHeld('doomed', `return 1`)
+  frozen.child.kill('SIGSTOP')
+  t.ok(await eventually(async () => (await inspector.exists(lockOf('doomed'))) === 0, 200), 'its lock expired')
+
+  const meanwhile = await app.inject({ method: 'DELETE', url: '/items/doomed' })
+  t.equal(meanwhile.statusCode, 200, 'the other replica deletes the name')
+  t.equal((await app.inject({ method: 'POST', url: '/items/', payload: { name: 'doomed' } })).statusCode, 201, 'and it is appended again')
+  frozen.child.kill('SIGCONT')
+  const woken = await first
+  t.equal(woken.status, 503, 'the frozen replica does not answer 200 as well')
+  t.same(await woken.json(), { detail: 'The delete was interrupted and its outcome is unknown: retry it' })
+  t.same((await storedItems()).slice(-1), ['doomed'], 'the name appended after the 200 is kept')
 })
