@@ -142,6 +142,20 @@ t.test('the reset (src/reset.ts --yes) empties a list whose index was deleted: i
   t.equal((await app.inject({ method: 'DELETE', url: '/items/after%20the%20reset' })).statusCode, 200)
 })
 
+t.test('chunks left without their index and header (both deleted by hand) are refused, not written into by a new list, and the reset clears them', async (t) => {
+  for (let index = 0; index < 2_500; index++) await app.itemStore.append(nameAt(index))
+  await inspector.del(['items', 'items:header'])
+  const { statuses, post } = await answers()
+  t.same(statuses, [503, 503, 503, 503, 503, 503])
+  t.same(post, { detail: 'Item store inconsistent: the index and the header are gone, and items:chunk:1 is still there' })
+  t.equal(await inspector.lLen('items:chunk:1'), 1_000, 'no name added to an old chunk')
+
+  t.equal((await runReset(['--yes'])).code, 0)
+  t.equal((await app.inject({ method: 'POST', url: '/items/', payload: { name: 'after the reset' } })).statusCode, 201)
+  t.same((await app.inject({ method: 'GET', url: '/items/' })).json(), { items: ['after the reset'] })
+  t.same(await inspector.keys('items:chunk:*'), ['items:chunk:4'])
+})
+
 t.test('the reset empties a list mid-move, and a Redis without a list; it exits 1 when Redis cannot be reached', async (t) => {
   await inspector.rPush('items', [nameAt(0), nameAt(1)])
   t.equal((await app.inject({ method: 'GET', url: '/items/?limit=1' })).statusCode, 200, 'moved aside by the read')

@@ -278,8 +278,9 @@ export function createItemStore(connection: RedisConnection<ItemStoreScripts>, s
         else chunks.push(Number(member))
       }
       // The commands are not one atomic step: a list made or reset between two of them looks
-      // the same as keys that disagree, which only a script can tell apart.
-      if (!from && (headerId ?? undefined) !== listId) await check('read')
+      // the same as keys that disagree, which only a script can tell apart. No list at all is
+      // checked too (rare: before the first append), for chunks left without their index and header.
+      if (!from && (listId === undefined || (headerId ?? undefined) !== listId)) await check('read')
       if (!from) firstChunks = chunks.length > 0 ? chunks : [1]
       // Without an id there is no list at all yet: nothing to read.
       if (listId === undefined) return { listId, segments: [], next: undefined }

@@ -69,7 +69,7 @@ export const INCONSISTENT = 'INCONSISTENT'
  *
  * `diagnose()` says how the header and the index disagree, if they do: a header without its index
  * (`DEL ITEMS_KEY`), an index without its `id:` member or without its header, a plain list at the
- * key beside the header or beside a legacy list. `refuseInconsistent()` refuses those (an error
+ * key beside the header or beside a legacy list, chunks without their index and header. `refuseInconsistent()` refuses those (an error
  * reply starting INCONSISTENT), before anything is written. `ensure()` refuses them too, and
  * otherwise makes the layout exist: it turns an earlier version's list at the index's key into
  * the legacy list (one O(1) RENAME: from then on that version's commands meet a sorted set and
@@ -98,6 +98,8 @@ local function diagnose()
   end
   if kind == 'none' then
     if count then return 'the index at ITEMS_KEY is gone while its header counts ' .. count .. ' names' end
+    -- A new list would number its chunks from 1, among them.
+    if redis.call('EXISTS', chunk(1)) == 1 then return 'the index and the header are gone, and ' .. chunk(1) .. ' is still there' end
     return nil
   end
   if kind ~= 'zset' then return 'ITEMS_KEY holds a ' .. kind .. ', not the list' end
@@ -415,8 +417,8 @@ interface ResetScript {
 /**
  * Empties the list whatever state its keys are in: a new, empty list with a new id (so cursors
  * into the old one are refused) takes the place of the index, the header and the legacy list at
- * once. Chunk numbers go on from the highest the old list used, the header's or the index's,
- * which it returns: the old chunks, numbered up to it, are no read's any more and are deleted
+ * once. Chunk numbers go on from the highest the old list used (the header's, the index's, or
+ * the last of the chunks that follow it), which it returns: the old chunks, numbered up to it, are no read's any more and are deleted
  * afterwards, a batch at a time, while appends go to new ones.
  */
 const RESET: RedisScripts[string] & ResetScript = defineScript({
@@ -427,6 +429,8 @@ if redis.call('TYPE', index).ok == 'zset' then
   local last = redis.call('ZRANGE', index, '+inf', '-inf', 'BYSCORE', 'REV', 'LIMIT', 0, 2)
   for _, member in ipairs(last) do tail = math.max(tail, tonumber(member) or 0) end
 end
+-- Chunks left without their header and index: the run of them from the first.
+while redis.call('EXISTS', chunk(tail + 1)) == 1 do tail = tail + 1 end
 redis.call('DEL', index, header, legacy)
 redis.call('ZADD', index, '-inf', '${ID_PREFIX}' .. ARGV[1])
 redis.call('HSET', header, 'count', 0, 'id', ARGV[1], 'tail', tail, 'fill', CAP)
