@@ -187,6 +187,6 @@ t.test('the background move logs its failing step once, not at every try, and on
   t.match(failures[0], { level: 40, reason: 'ITEMS_KEY is a plain list and items:legacy exists: two lists to move in, refusing to choose' })
 
   await setup.del('items:legacy')
-  t.ok(await service.logs.waitFor((line) => line.msg === "the move of an earlier version's list into chunks goes on again", 3_000))
+  t.ok(await service.logs.waitFor((line) => line.msg === "the move of an earlier version's list into chunks goes on again", 6_000))
   t.same(await service.storedItems(), [nameAt(1)])
 })
