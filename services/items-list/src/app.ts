@@ -5,6 +5,7 @@ import type { ItemsListConfig } from './config.ts'
 import { rootRoutes } from './http/root.ts'
 import { healthRoutes } from './http/health.ts'
 import { itemRoutes } from './http/items.ts'
+import { DeleteInterruptedError, InconsistentListError } from './store/item-store.ts'
 import { itemStore } from './store/plugin.ts'
 
 const errorBody = (detail: string) => ({ detail })
@@ -17,8 +18,13 @@ const BODY_LIMIT_BYTES = 16 * 1024
  */
 const MAX_PARAM_LENGTH = 1024 * 2 * 2
 
-/** A Redis that is down, refuses or misses its deadline is the store's failure, not the caller's. */
+/**
+ * A Redis that is down, refuses or misses its deadline is the store's failure, not the caller's;
+ * so are keys that disagree, and a delete whose outcome is unknown (a retry answers it).
+ */
 function mapStoreFailure(error: unknown): HttpError | undefined {
+  if (error instanceof InconsistentListError) return new HttpError(503, { detail: `Item store inconsistent: ${error.message}` }, { cause: error })
+  if (error instanceof DeleteInterruptedError) return new HttpError(503, { detail: 'The delete was interrupted and its outcome is unknown: retry it' }, { cause: error })
   if (!(error instanceof RedisUnavailableError)) return undefined
   return new HttpError(503, { detail: 'Item store unavailable' }, { cause: error })
 }

@@ -138,6 +138,41 @@ t.test('a cursor from another list answers 400: another key, or this list made a
   t.same(renewed.json(), { detail: 'cursor is from another list' })
 })
 
+t.test('a cursor from another list without limit answers 400 too, not 500', async (t) => {
+  await append(3)
+  const other = await buildService(t, { env: { ITEMS_KEY: 'other-list' } })
+  await other.app.itemStore.append('elsewhere')
+  await other.app.itemStore.append('and more')
+  const foreign = new URLSearchParams(nextLink(await other.app.inject({ method: 'GET', url: '/items/?limit=1' }))!.split('?')[1]).get('cursor')!
+  const res = await app.inject({ method: 'GET', url: `/items/?cursor=${foreign}` })
+  t.equal(res.statusCode, 400)
+  t.same(res.json(), { detail: 'cursor is from another list' })
+})
+
+t.test('every fresh read of a list longer than one step reads past its first step, however many chunks the last one found', async (t) => {
+  await append(9_500)
+  const everyName = Array.from({ length: 9_500 }, (_, index) => nameAt(index))
+  // The first read learns the list's first chunks; the next ones guess them all in one step.
+  for (let read = 0; read < 3; read++) {
+    t.same((await app.inject({ method: 'GET', url: '/items/?limit=10000' })).json(), { items: everyName }, `page, read ${read + 1}`)
+    t.same((await app.inject({ method: 'GET', url: '/items/' })).json(), { items: everyName }, `whole, read ${read + 1}`)
+  }
+})
+
+t.test('after every name of the last chunk is deleted, an append is counted and read, and a later DELETE finds it', async (t) => {
+  await append(1_000)
+  for (let index = 0; index < 5; index++) await app.itemStore.append('doomed')
+  t.equal((await app.inject({ method: 'DELETE', url: '/items/doomed' })).statusCode, 200, 'the last chunk goes whole')
+  t.equal((await app.inject({ method: 'POST', url: '/items/', payload: { name: 'after' } })).statusCode, 201)
+
+  const everyName = [...Array.from({ length: 1_000 }, (_, index) => nameAt(index)), 'after']
+  t.same((await app.inject({ method: 'GET', url: '/items/' })).json(), { items: everyName })
+  t.same((await followLinks('/items/?limit=600')).names, everyName)
+  t.match((await app.inject({ method: 'GET', url: '/metrics' })).body, /^items_list_names 1001$/m, 'counted once')
+  t.equal((await app.inject({ method: 'DELETE', url: '/items/after' })).statusCode, 200)
+  t.same(await storedItems(), everyName.slice(0, -1))
+})
+
 t.test('the OpenAPI document shows limit, cursor and the Link header', async (t) => {
   const document = (await app.inject({ method: 'GET', url: '/docs/json' })).json<{
     paths: Record<string, Record<string, { parameters?: Array<{ name: string; in: string; schema: Record<string, unknown> }>; responses: Record<string, { headers?: Record<string, unknown> }> }>>

@@ -1,4 +1,5 @@
 import t, { type Test } from 'tap'
+import { setTimeout as sleep } from 'node:timers/promises'
 import { eventually, startPrivateRedis, type PrivateRedis } from '@repo/test-support'
 import { buildService, connectInspector, type Inspector, storedList } from './helpers/service.ts'
 
@@ -188,6 +189,31 @@ t.test('a burst of appends while the replica is behind: each answers 503 within 
   const retried = await Promise.all(names.map((name) => post(app, name, `key-${name}`)))
   t.same(retried.map((answer) => answer.statusCode), names.map(() => 201), 'each retry is answered once the replica holds it')
   t.same((await storedItems()).sort(), [...names].sort(), 'each name stored once')
+})
+
+t.test('a group’s WAIT is timed from its oldest append: one that waited for the group before it waits only what is left of its half of the deadline', async (t) => {
+  const primary = await startPrimary()
+  t.teardown(() => primary.dispose())
+  const { replica } = await startReplica(t, primary)
+  const { app } = await buildService(t, { redis: primary, env: { ITEMS_MIN_REPLICAS_ACK: '1' } })
+  replica.pause()
+  t.teardown(() => replica.resume())
+  /** The WAIT an append was refused after, in ms, from the reason its store gives; infinite past the deadline. */
+  const waitOf = (name: string) =>
+    app.itemStore.append(name).then(
+      () => Number.NaN,
+      (error: Error) => (error.cause instanceof Error ? Number(/within (\d+) ms/.exec(error.cause.message)?.[1]) : Number.POSITIVE_INFINITY),
+    )
+
+  const alone = waitOf('first, alone')
+  await sleep(20)
+  // Both wait for the first group's WAIT (250 ms), then go as one group.
+  const oldest = waitOf('oldest of the next group')
+  await sleep(210)
+  const newest = waitOf('newest of the next group')
+  const [aloneWait, oldestWait, newestWait] = await Promise.all([alone, oldest, newest])
+  t.ok(aloneWait > DEADLINE_MS / 2 - 50, `the first waited ${aloneWait} ms`)
+  t.ok(oldestWait < 120, `the oldest append, asked 20 ms after the first, waited ${oldestWait} ms more (the newest: ${newestWait} ms)`)
 })
 
 t.test('appends sent together share their WAITs, and one that Redis refuses fails alone', async (t) => {

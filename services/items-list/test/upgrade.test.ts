@@ -1,4 +1,5 @@
 import t from 'tap'
+import { setTimeout as sleep } from 'node:timers/promises'
 import { startPrivateRedis } from '@repo/test-support'
 import { buildService, clearList, connectInspector, nameAt, storedList, untilMigrated, writeEarlierList, type Inspector } from './helpers/service.ts'
 
@@ -29,10 +30,15 @@ t.test('a list an earlier version wrote with RPUSH goes on serving, every name i
   await untilMigrated(inspector, 'items')
 
   t.same(await storedList(inspector, 'items'), everyName(25_000))
+  // The first read learns the list's first chunks, the second guesses them all in one step.
   t.same((await app.inject({ method: 'GET', url: '/items/' })).json(), { items: everyName(25_000) })
+  t.same((await app.inject({ method: 'GET', url: '/items/' })).json(), { items: everyName(25_000) }, 'read again, whole')
+  t.equal(await inspector.hGet('items:header', 'legacy'), null, 'the move, done, cleared legacy from the header')
+  t.equal((await app.inject({ method: 'POST', url: '/items/', payload: { name: 'after the move' } })).statusCode, 201)
+  t.same((await app.inject({ method: 'GET', url: '/items/' })).json(), { items: [...everyName(25_000), 'after the move'] }, 'an append after the move is read')
   t.match(await logs.waitFor((line) => line.names !== undefined), { msg: "an earlier version's list is moved into chunks", names: 25_000 })
   t.match((await app.inject({ method: 'GET', url: '/metrics' })).body, /^items_list_unmigrated_names 0$/m)
-  t.match((await app.inject({ method: 'GET', url: '/metrics' })).body, /^items_list_names 25000$/m)
+  t.match((await app.inject({ method: 'GET', url: '/metrics' })).body, /^items_list_names 25001$/m)
 })
 
 t.test('while the move is under way, pages, appends and deletes answer as they do for any list', async (t) => {
@@ -109,4 +115,25 @@ t.test('a read that is the first to meet the earlier list moves it aside and in,
   t.same((await app.inject({ method: 'GET', url: '/items/?limit=9000' })).json(), { items: everyName(9_000) }, 'a page across what one step moves in')
   t.same((await app.inject({ method: 'GET', url: '/items/' })).json(), { items: everyName(20_000) })
   t.equal(await inspector.type('items'), 'zset')
+})
+
+t.test('the background move’s retries are a second apart at most: a move Redis held off for seconds resumes within about a second of its return', async (t) => {
+  // Durable, so that the earlier list written before the stop is there again at the start.
+  const redis = await startPrivateRedis()
+  t.teardown(() => redis.dispose())
+  const setup = await connectInspector(redis.port)
+  await writeEarlierList(setup, 'items', 10)
+  setup.destroy()
+  await redis.stop()
+  const { inspector } = await buildService(t, { redis, ready: false })
+  // Retries that kept doubling would be 12.8 s apart by now, the next one 11.5 s after Redis is back.
+  await sleep(14_000)
+
+  await redis.start()
+  const back = performance.now()
+  await untilMigrated(inspector, 'items')
+  const waited = performance.now() - back
+  // A second at most between tries, and up to half a second for the connection to come back.
+  t.ok(waited < 5_000, `moved ${Math.round(waited)} ms after Redis came back`)
+  t.same(await storedList(inspector, 'items'), everyName(10))
 })

@@ -13,12 +13,15 @@ export const healthRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get(
     '/ready',
     {
-      schema: { summary: 'Redis answers PING; 503 while it does not, or while the process drains before stopping', response: { 200: Status, 503: ErrorDetail } },
+      schema: {
+        summary: "Redis answers and the list's keys agree; 503 while they do not, or while the process drains before stopping",
+        response: { 200: Status, 503: ErrorDetail },
+      },
       logLevel: 'warn',
       preHandler: app.notReadyWhileDraining,
     },
     async () => {
-      await app.itemStore.ping()
+      await app.itemStore.check()
       return { status: 'ready' }
     },
   )

@@ -4,6 +4,7 @@ import { RedisUnavailableError, type RedisCommands, type RedisConnection } from 
 import { createAcknowledgedAppends, type OneConnection } from './acknowledged-appends.ts'
 import {
   ID_PREFIX,
+  INCONSISTENT,
   LEGACY_MEMBER,
   listKeys,
   TOMBSTONE,
@@ -98,13 +99,39 @@ export interface ItemStore {
    * resolves to how many names this call moved; makes the layout exist when there is none.
    */
   migrate(): Promise<number>
-  /** Resolves when Redis answers PING. */
-  ping(): Promise<void>
+  /**
+   * Resolves when Redis answers and the list's keys agree; rejects with `InconsistentListError`
+   * when they do not (the reason is the error's message).
+   */
+  check(): Promise<void>
+  /**
+   * Empties the list, whatever state its keys are in, and resolves to how many chunk numbers it
+   * cleared: a new, empty list (with a new id) takes the old one's place at once, then the old
+   * chunks are deleted a batch at a time. Appends made once it resolved are kept and read.
+   */
+  reset(): Promise<number>
 }
 
 /** A read position that belongs to another list than this one (a cursor from elsewhere). */
 export class ForeignPositionError extends Error {
   override readonly name = 'ForeignPositionError'
+}
+
+/**
+ * The list's keys disagree (its index deleted by hand, two lists to move in): the store refuses to
+ * append, read or delete rather than answer for a place no read shows. The message says how.
+ */
+export class InconsistentListError extends Error {
+  override readonly name = 'InconsistentListError'
+}
+
+/**
+ * A delete that took more than one step found, on a later step, that its lock had expired or was
+ * another delete's: whether the occurrences it removed were all there were, and whether another
+ * delete answered for them, cannot be told. It did nothing more; a retry answers for the name.
+ */
+export class DeleteInterruptedError extends Error {
+  override readonly name = 'DeleteInterruptedError'
 }
 
 export interface ItemStoreSettings {
@@ -123,6 +150,8 @@ export interface ItemStoreSettings {
    * aside, `/ready` included, for want of a copy.
    */
   appends?: RedisConnection<ItemStoreScripts>
+  /** Told of every command refused because the list's keys disagree, with how they disagree. */
+  onInconsistent?: (command: StoreCommand, reason: string) => void
 }
 
 /**
@@ -136,10 +165,13 @@ const REMOVE_STEP_MICROS = 3_000
 /** A delete lock outlives a step by far, and a replica that dies holding one by little. */
 const REMOVE_LOCK_MS = 5_000
 /**
- * How long a delete waits for another delete of the same name before it gives up (503): a delete
- * of a million names takes about 100 ms, so this is a queue of dozens, or a holder gone astray.
+ * How long a delete waits for another delete of the same name before it gives up (503), from the
+ * first `busy` of the wait: a delete of a million names takes about 100 ms, so this is a queue of
+ * dozens, or a holder gone astray.
  */
 const REMOVE_WAIT_MS = 5_000
+/** Old chunks a reset deletes per command. */
+const RESET_BATCH_CHUNKS = 100
 /** Chunks a migration step moves: about 2 ms of Redis's time for names of 16 bytes. */
 const MIGRATE_STEP_CHUNKS = 8
 
@@ -158,9 +190,8 @@ function fingerprintOf(name: string): string {
  * `StoreCommand` name, which is how `items_store_commands_total` counts it.
  */
 export function createItemStore(connection: RedisConnection<ItemStoreScripts>, settings: ItemStoreSettings): ItemStore {
-  const { maxCount, idempotencyTtlSeconds, minReplicasAck = 0, appends = connection } = settings
+  const { maxCount, idempotencyTtlSeconds, minReplicasAck = 0, appends = connection, onInconsistent } = settings
   const keys = listKeys(settings.key)
-  const run = <T>(command: StoreCommand, send: (client: RedisCommands<ItemStoreScripts>) => Promise<T>) => connection.run(command, send)
   const sendAcknowledged = minReplicasAck > 0 ? createAcknowledgedAppends(appends, minReplicasAck) : undefined
   // The id a list gets if this call is the one to make it: unique to the call, so that a list
   // deleted and made anew has an id of its own, and cursors into the old one are refused.
@@ -172,9 +203,34 @@ export function createItemStore(connection: RedisConnection<ItemStoreScripts>, s
   let firstChunks = [1]
   let chunkBytes = 0
 
+  /** A script's refusal (an error reply starting INCONSISTENT) as an `InconsistentListError`, reported. */
+  function refusing<T>(command: StoreCommand, sent: Promise<T>): Promise<T> {
+    return sent.catch((error: unknown) => {
+      const reply = error instanceof RedisUnavailableError && error.cause instanceof Error ? error.cause.message : ''
+      if (!reply.startsWith(`${INCONSISTENT} `)) throw error
+      // Redis adds where the script failed: the reason is what comes before.
+      throw inconsistent(command, reply.slice(INCONSISTENT.length + 1).replace(/ script: .*$/s, ''))
+    })
+  }
+
+  function inconsistent(command: StoreCommand, reason: string): InconsistentListError {
+    onInconsistent?.(command, reason)
+    return new InconsistentListError(reason)
+  }
+
+  function run<T>(command: StoreCommand, send: (client: RedisCommands<ItemStoreScripts>) => Promise<T>): Promise<T> {
+    return refusing(command, connection.run(command, send))
+  }
+
   /** `write`, resolved at once, or once enough replicas hold it (`ITEMS_MIN_REPLICAS_ACK`). */
   function acknowledged<T>(command: StoreCommand, write: (client: OneConnection | RedisCommands<ItemStoreScripts>) => Promise<T>): Promise<T> {
-    return sendAcknowledged ? sendAcknowledged(command, write) : run(command, write)
+    return sendAcknowledged ? refusing(command, sendAcknowledged(command, write)) : run(command, write)
+  }
+
+  /** Rejects with `InconsistentListError` when the list's keys disagree, as one script sees them. */
+  async function check(command: StoreCommand): Promise<void> {
+    const reason = await run(command, (client) => client.check(keys))
+    if (reason !== undefined) throw inconsistent(command, reason)
   }
 
   /** Runs `command`; when an earlier version's list still sits at the key, moves it aside first. */
@@ -199,14 +255,19 @@ export function createItemStore(connection: RedisConnection<ItemStoreScripts>, s
       const start = from?.chunk
       const guesses = start === undefined ? firstChunks.slice(0, count) : Array.from({ length: count }, (_, index) => start + index)
       // One Promise.all for every command: when the connection drops, each one's failure is handled.
-      const [members, ours, ...contents] = await onLayout('read', (client) =>
+      const [headerId, members, ours, ...contents] = await onLayout('read', (client) =>
         Promise.all([
+          client.hGet(keys.header, 'id'),
           client.zRange(keys.index, from ? from.chunk : '-inf', '+inf', { BY: 'SCORE', LIMIT: { offset: 0, count: count + 2 } }),
           from && client.zScore(keys.index, `${ID_PREFIX}${from.listId}`),
           ...guesses.map((chunk, position) => client.lRange(keys.chunk(chunk), position === 0 && from ? from.offset : 0, -1)),
         ]),
       )
-      if (ours === null) throw new ForeignPositionError('the position is in another list')
+      if (ours === null) {
+        // The header still names the cursor's list, the index does not: the index was lost, not the list.
+        if (headerId === from?.listId) await check('read')
+        throw new ForeignPositionError('the position is in another list')
+      }
 
       let listId = from?.listId
       const chunks: number[] = []
@@ -216,6 +277,10 @@ export function createItemStore(connection: RedisConnection<ItemStoreScripts>, s
         else if (member === LEGACY_MEMBER) legacy = true
         else chunks.push(Number(member))
       }
+      // The commands are not one atomic step: a list made or reset between two of them looks
+      // the same as keys that disagree, which only a script can tell apart. No list at all is
+      // checked too (rare: before the first append), for chunks left without their index and header.
+      if (!from && (listId === undefined || (headerId ?? undefined) !== listId)) await check('read')
       if (!from) firstChunks = chunks.length > 0 ? chunks : [1]
       // Without an id there is no list at all yet: nothing to read.
       if (listId === undefined) return { listId, segments: [], next: undefined }
@@ -288,21 +353,37 @@ export function createItemStore(connection: RedisConnection<ItemStoreScripts>, s
   async function removeAll(name: string): Promise<number> {
     const lock = keys.deleting(fingerprintOf(name))
     const token = randomUUID()
-    const giveUpAt = performance.now() + REMOVE_WAIT_MS
     let removed = 0
     let from = 0
+    let continuing = false
+    let waitingSince: number | undefined
     for (let waits = 0; ; ) {
-      const step = await run('remove_step', (client) => client.removeStep(keys, newListId(), lock, name, token, from, REMOVE_STEP_MICROS, REMOVE_LOCK_MS))
+      const step = await run('remove_step', (client) =>
+        client.removeStep(keys, newListId(), lock, name, token, from, REMOVE_STEP_MICROS, REMOVE_LOCK_MS, continuing),
+      )
+      if (step.state === 'lost') throw new DeleteInterruptedError(`the delete lost its lock after removing ${removed} occurrences: its outcome is unknown`)
       if (step.state === 'busy') {
-        if (performance.now() > giveUpAt) throw new RedisUnavailableError(`another delete of the name held it for ${REMOVE_WAIT_MS} ms`)
+        waitingSince ??= performance.now()
+        if (performance.now() - waitingSince > REMOVE_WAIT_MS) throw new RedisUnavailableError(`another delete of the name held it for ${REMOVE_WAIT_MS} ms`)
         // From 5 ms to 100 ms between tries.
         await sleep(Math.min(100, 5 * 2 ** waits++))
         continue
       }
+      waitingSince = undefined
       removed += step.removed
       if (step.state === 'done') return removed
       from = step.from
+      continuing = true
     }
+  }
+
+  async function reset(): Promise<number> {
+    const tail = await run('reset', (client) => client.reset(keys, newListId()))
+    for (let first = 1; first <= tail; first += RESET_BATCH_CHUNKS) {
+      const batch = Array.from({ length: Math.min(RESET_BATCH_CHUNKS, tail - first + 1) }, (_, index) => keys.chunk(first + index))
+      await run('reset', (client) => client.del(batch))
+    }
+    return tail
   }
 
   return {
@@ -328,9 +409,8 @@ export function createItemStore(connection: RedisConnection<ItemStoreScripts>, s
         if (step.left === 0) return moved
       }
     },
-    async ping() {
-      await run('ping', (client) => client.ping())
-    },
+    check: () => check('check'),
+    reset,
   }
 }
 

@@ -57,14 +57,28 @@ export const LEGACY_MEMBER = 'legacy'
 const DECLARED = '#!lua'
 
 /**
+ * The error reply of a script that found the header and the index disagreeing: whatever it would
+ * write could land where no read looks, so it refuses (docs/list.md, "When the keys disagree").
+ */
+export const INCONSISTENT = 'INCONSISTENT'
+
+/**
  * Lua shared by every script. KEYS[1] is the index, KEYS[2] the header; ARGV[1] a fresh list id,
- * used only when the list does not exist yet. `ensure()` makes the layout exist: it turns an
- * earlier version's list at the index's key into the legacy list (one O(1) RENAME: from then on
- * that version's commands meet a sorted set and fail, rather than act on part of the list), and
- * gives a new list its id. `migrate(chunks)` moves up to that many chunks' worth of names from the
- * legacy list's head into new chunks, and clears `legacy` from the index and the header once it is
- * empty. `append(name, maxCount)` is three commands (the header read, the push, the header
- * written), the layout made first when there is no header: a hot path, and Redis's time is everyone's.
+ * used only when the list does not exist yet. The header keeps the list's id too (`id`), so that
+ * one O(1) `ZSCORE` tells whether the index is still the one the header counts for.
+ *
+ * `diagnose()` says how the header and the index disagree, if they do: a header without its index
+ * (`DEL ITEMS_KEY`), an index without its `id:` member or without its header, a plain list at the
+ * key beside the header or beside a legacy list, chunks without their index and header. `refuseInconsistent()` refuses those (an error
+ * reply starting INCONSISTENT), before anything is written. `ensure()` refuses them too, and
+ * otherwise makes the layout exist: it turns an earlier version's list at the index's key into
+ * the legacy list (one O(1) RENAME: from then on that version's commands meet a sorted set and
+ * fail, rather than act on part of the list), gives a new list its id, and copies into the header
+ * the id of an index made before the header kept it. `migrate(chunks)` moves up to that many
+ * chunks' worth of names from the legacy list's head into new chunks, and clears `legacy` from the
+ * index and the header once it is empty. `append(name, maxCount)` is four O(1) commands (the
+ * header read, the index's id checked, the push, the header written): a hot path, and Redis's
+ * time is everyone's.
  */
 const PRELUDE = `
 local index, header = KEYS[1], KEYS[2]
@@ -72,25 +86,57 @@ local legacy = index .. ':legacy'
 local CAP = ${CHUNK_NAMES}
 local function chunk(n) return index .. ':chunk:' .. n end
 
-local function ensure()
+local function diagnose()
   local kind = redis.call('TYPE', index).ok
-  if kind == 'zset' then return end
+  local count, id = unpack(redis.call('HMGET', header, 'count', 'id'))
   if kind == 'list' then
     if redis.call('EXISTS', legacy) == 1 then
-      return error('ITEMS_KEY is a list and ' .. legacy .. ' exists: two lists to move in, refusing to choose')
+      return 'ITEMS_KEY is a plain list and ' .. legacy .. ' exists: two lists to move in, refusing to choose'
     end
-    redis.call('RENAME', index, legacy)
-    redis.call('ZADD', index, '-inf', '${ID_PREFIX}' .. ARGV[1], '+inf', '${LEGACY_MEMBER}')
-    redis.call('HSET', header, 'count', redis.call('LLEN', legacy), '${LEGACY_MEMBER}', 1)
-  elseif kind == 'none' then
-    redis.call('ZADD', index, '-inf', '${ID_PREFIX}' .. ARGV[1])
-    redis.call('HSETNX', header, 'count', 0)
-  else
-    return error('ITEMS_KEY holds a ' .. kind .. ', not the list')
+    if count then return 'ITEMS_KEY is a plain list beside the header of a chunked list' end
+    return nil
   end
-  -- HSETNX: chunk numbers only go forward, even for a list made anew.
-  redis.call('HSETNX', header, 'tail', 0)
-  redis.call('HSETNX', header, 'fill', CAP)
+  if kind == 'none' then
+    if count then return 'the index at ITEMS_KEY is gone while its header counts ' .. count .. ' names' end
+    -- A new list would number its chunks from 1, among them.
+    if redis.call('EXISTS', chunk(1)) == 1 then return 'the index and the header are gone, and ' .. chunk(1) .. ' is still there' end
+    return nil
+  end
+  if kind ~= 'zset' then return 'ITEMS_KEY holds a ' .. kind .. ', not the list' end
+  if not count then return 'the index at ITEMS_KEY has no header' end
+  if id then
+    if not redis.call('ZSCORE', index, '${ID_PREFIX}' .. id) then return 'the index at ITEMS_KEY has lost its member ${ID_PREFIX}' .. id end
+  elseif not redis.call('ZRANGE', index, '-inf', '-inf', 'BYSCORE', 'LIMIT', 0, 1)[1] then
+    return 'the index at ITEMS_KEY has no ${ID_PREFIX} member'
+  end
+  return nil
+end
+
+local function refuseInconsistent()
+  local reason = diagnose()
+  if reason then error({err = '${INCONSISTENT} ' .. reason}) end
+end
+
+local function ensure()
+  refuseInconsistent()
+  local kind = redis.call('TYPE', index).ok
+  if kind == 'zset' then
+    if not redis.call('HGET', header, 'id') then
+      local member = redis.call('ZRANGE', index, '-inf', '-inf', 'BYSCORE', 'LIMIT', 0, 1)[1]
+      redis.call('HSET', header, 'id', string.sub(member, ${ID_PREFIX.length + 1}))
+    end
+    return
+  end
+  local id = ARGV[1]
+  if kind == 'list' then
+    redis.call('RENAME', index, legacy)
+    redis.call('ZADD', index, '-inf', '${ID_PREFIX}' .. id, '+inf', '${LEGACY_MEMBER}')
+    redis.call('HSET', header, 'count', redis.call('LLEN', legacy), '${LEGACY_MEMBER}', 1)
+  else
+    redis.call('ZADD', index, '-inf', '${ID_PREFIX}' .. id)
+    redis.call('HSET', header, 'count', 0)
+  end
+  redis.call('HSET', header, 'id', id, 'tail', 0, 'fill', CAP)
 end
 
 local function migrate(chunks)
@@ -116,8 +162,11 @@ end
 
 -- 'full' at the cap; else appends the name, after the names an earlier version's list still holds.
 local function append(name, maxCount)
-  local at = redis.call('HMGET', header, 'count', 'tail', 'fill', '${LEGACY_MEMBER}')
-  if not at[1] then
+  local at = redis.call('HMGET', header, 'count', 'tail', 'fill', '${LEGACY_MEMBER}', 'id')
+  -- The index still holds the header's id: it was neither deleted nor replaced. pcall: a plain
+  -- list at the key answers WRONGTYPE, which ensure() names.
+  local score = at[5] and redis.pcall('ZSCORE', index, '${ID_PREFIX}' .. at[5])
+  if type(score) ~= 'string' then
     ensure()
     at = redis.call('HMGET', header, 'count', 'tail', 'fill', '${LEGACY_MEMBER}')
   end
@@ -181,6 +230,8 @@ ${PRELUDE}
 local recorded = redis.call('GET', KEYS[3])
 if recorded then
   if recorded ~= ARGV[4] then return 'conflict' end
+  -- A replay's 201 says too that a read shows the name.
+  refuseInconsistent()
   redis.call('SET', KEYS[3], recorded, 'KEEPTTL')
   return 'replayed'
 end
@@ -196,18 +247,33 @@ return outcome
   transformReply: (reply: unknown) => String(reply) as OnceOutcome,
 })
 
-/** One step of a delete: `busy` while another delete of the name holds its lock. */
-export type RemoveStep = { state: 'busy' } | { state: 'done'; removed: number } | { state: 'more'; removed: number; from: number }
+/**
+ * One step of a delete: `busy` while another delete of the name holds its lock; `lost` when a
+ * step after the first finds the lock expired or another delete's, and so did nothing.
+ */
+export type RemoveStep = { state: 'busy' } | { state: 'lost' } | { state: 'done'; removed: number } | { state: 'more'; removed: number; from: number }
 
 interface RemoveStepScript {
-  parseCommand(this: void, parser: CommandParser, keys: ListKeys, listId: string, lock: string, name: string, token: string, from: number, budgetMicros: number, lockMs: number): void
+  parseCommand(
+    this: void,
+    parser: CommandParser,
+    keys: ListKeys,
+    listId: string,
+    lock: string,
+    name: string,
+    token: string,
+    from: number,
+    budgetMicros: number,
+    lockMs: number,
+    continuing: boolean,
+  ): void
   transformReply(this: void, reply: unknown): RemoveStep
 }
 
 /**
  * KEYS[3]: the name's delete lock. ARGV[2]: the name, ARGV[3]: this delete's token, ARGV[4]: the
  * first chunk number to look at, ARGV[5]: the step's budget (µs, by Redis's own clock), ARGV[6]:
- * the lock's lifetime (ms).
+ * the lock's lifetime (ms), ARGV[7]: 1 for a step after this delete's first.
  *
  * Turns every occurrence of the name in the chunks from ARGV[4] on into a tombstone (`LPOS … COUNT 0`
  * finds them, `LSET` replaces them: the chunk's other names keep their places), drops chunks left
@@ -217,6 +283,11 @@ interface RemoveStepScript {
  * name's lock from its first to its last, so that a concurrent delete of the same name waits
  * (`busy`) and then finds nothing: of concurrent deletes of one name exactly one removes it,
  * however long the list.
+ *
+ * The lock is a lease: a holder paused past it (a long GC, a frozen container) may find on its
+ * next step that another delete has run meanwhile. That step does nothing and answers `lost`: the
+ * holder cannot tell whether the occurrences it removed were all there were, nor whether another
+ * delete answered for them, so it must not report them (docs/list.md, "Deletes that lose their lock").
  */
 const REMOVE_STEP: RedisScripts[string] & RemoveStepScript = defineScript({
   SCRIPT: `${DECLARED} flags=allow-oom
@@ -224,7 +295,11 @@ ${PRELUDE}
 ensure()
 local lock, name, token, from = KEYS[3], ARGV[2], ARGV[3], tonumber(ARGV[4])
 local holder = redis.call('GET', lock)
-if holder and holder ~= token then return {'busy'} end
+if ARGV[7] == '1' then
+  if holder ~= token then return {'lost'} end
+elseif holder then
+  return {'busy'}
+end
 local function now() local t = redis.call('TIME'); return t[1] * 1000000 + t[2] end
 local deadline = now() + tonumber(ARGV[5])
 local removed, finished = 0, false
@@ -260,13 +335,24 @@ redis.call('SET', lock, token, 'PX', ARGV[6])
 return {'more', removed, from}
 `,
   NUMBER_OF_KEYS: 3,
-  parseCommand(parser: CommandParser, keys: ListKeys, listId: string, lock: string, name: string, token: string, from: number, budgetMicros: number, lockMs: number) {
+  parseCommand(
+    parser: CommandParser,
+    keys: ListKeys,
+    listId: string,
+    lock: string,
+    name: string,
+    token: string,
+    from: number,
+    budgetMicros: number,
+    lockMs: number,
+    continuing: boolean,
+  ) {
     parser.pushKeys([keys.index, keys.header, lock])
-    parser.push(listId, name, token, String(from), String(budgetMicros), String(lockMs))
+    parser.push(listId, name, token, String(from), String(budgetMicros), String(lockMs), continuing ? '1' : '0')
   },
   transformReply(reply: unknown): RemoveStep {
     const [state, removed, from] = reply as [string, number?, number?]
-    if (state === 'busy') return { state }
+    if (state === 'busy' || state === 'lost') return { state }
     if (state === 'done') return { state, removed: Number(removed) }
     return { state: 'more', removed: Number(removed), from: Number(from) }
   },
@@ -305,6 +391,73 @@ return {moved, redis.call('LLEN', legacy)}
   },
 })
 
+interface CheckScript {
+  parseCommand(this: void, parser: CommandParser, keys: ListKeys): void
+  transformReply(this: void, reply: unknown): string | undefined
+}
+
+/** Changes nothing: how the header and the index disagree, or nothing when they agree. */
+const CHECK: RedisScripts[string] & CheckScript = defineScript({
+  SCRIPT: `${DECLARED} flags=no-writes
+${PRELUDE}
+return diagnose() or ''
+`,
+  NUMBER_OF_KEYS: 2,
+  parseCommand(parser: CommandParser, keys: ListKeys) {
+    parser.pushKeys([keys.index, keys.header])
+  },
+  transformReply: (reply: unknown) => (reply === '' ? undefined : String(reply)),
+})
+
+interface ResetScript {
+  parseCommand(this: void, parser: CommandParser, keys: ListKeys, listId: string): void
+  transformReply(this: void, reply: unknown): number
+}
+
+/**
+ * Empties the list whatever state its keys are in: a new, empty list with a new id (so cursors
+ * into the old one are refused) takes the place of the index, the header and the legacy list at
+ * once. Chunk numbers go on from the highest the old list used (the header's, the index's, or
+ * the last of the chunks that follow it), which it returns: the old chunks, numbered up to it, are no read's any more and are deleted
+ * afterwards, a batch at a time, while appends go to new ones.
+ */
+const RESET: RedisScripts[string] & ResetScript = defineScript({
+  SCRIPT: `${DECLARED} flags=allow-oom
+${PRELUDE}
+local tail = tonumber(redis.call('HGET', header, 'tail')) or 0
+if redis.call('TYPE', index).ok == 'zset' then
+  local last = redis.call('ZRANGE', index, '+inf', '-inf', 'BYSCORE', 'REV', 'LIMIT', 0, 2)
+  for _, member in ipairs(last) do tail = math.max(tail, tonumber(member) or 0) end
+end
+-- Chunks left without their header and index: the run of them from the first.
+while redis.call('EXISTS', chunk(tail + 1)) == 1 do tail = tail + 1 end
+redis.call('DEL', index, header, legacy)
+redis.call('ZADD', index, '-inf', '${ID_PREFIX}' .. ARGV[1])
+redis.call('HSET', header, 'count', 0, 'id', ARGV[1], 'tail', tail, 'fill', CAP)
+return tail
+`,
+  NUMBER_OF_KEYS: 2,
+  parseCommand(parser: CommandParser, keys: ListKeys, listId: string) {
+    parser.pushKeys([keys.index, keys.header])
+    parser.push(listId)
+  },
+  transformReply: (reply: unknown) => Number(reply),
+})
+
 /** The Lua scripts the store's connection must be opened with (`createRedisConnection`'s `scripts`). */
-export type ItemStoreScripts = { append: typeof APPEND; appendOnce: typeof APPEND_ONCE; removeStep: typeof REMOVE_STEP; migrateStep: typeof MIGRATE_STEP }
-export const ITEM_STORE_SCRIPTS: ItemStoreScripts = { append: APPEND, appendOnce: APPEND_ONCE, removeStep: REMOVE_STEP, migrateStep: MIGRATE_STEP }
+export type ItemStoreScripts = {
+  append: typeof APPEND
+  appendOnce: typeof APPEND_ONCE
+  removeStep: typeof REMOVE_STEP
+  migrateStep: typeof MIGRATE_STEP
+  check: typeof CHECK
+  reset: typeof RESET
+}
+export const ITEM_STORE_SCRIPTS: ItemStoreScripts = {
+  append: APPEND,
+  appendOnce: APPEND_ONCE,
+  removeStep: REMOVE_STEP,
+  migrateStep: MIGRATE_STEP,
+  check: CHECK,
+  reset: RESET,
+}

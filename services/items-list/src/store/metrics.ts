@@ -5,7 +5,7 @@ import type { CommandOutcome } from '@repo/service-kit'
  * What the store sends, as `command` label values: each a Redis script, command or round trip of
  * commands, all bounded whatever the list's length (a read or a delete of a long list is many).
  */
-export const STORE_COMMANDS = ['append', 'append_once', 'read', 'remove_step', 'migrate_step', 'counts', 'ping'] as const
+export const STORE_COMMANDS = ['append', 'append_once', 'read', 'remove_step', 'migrate_step', 'counts', 'check', 'reset'] as const
 export type StoreCommand = (typeof STORE_COMMANDS)[number]
 
 const OUTCOMES: readonly CommandOutcome[] = ['ok', 'error', 'timeout']
@@ -46,6 +46,21 @@ export function createStoreMetrics(registry: Registry): (command: string, outcom
     commands.inc({ command, outcome })
     duration.observe({ command }, seconds)
   }
+}
+
+/**
+ * `items_store_inconsistent_total` {command} in `registry`: commands refused because the list's
+ * keys disagree (docs/list.md, "When the keys disagree"); returns what counts one.
+ */
+export function createInconsistencyMetric(registry: Registry): (command: StoreCommand) => void {
+  const refused = new Counter({
+    name: 'items_store_inconsistent_total',
+    help: "Item store commands refused because the list's keys disagree (an index deleted by hand, two lists to move in)",
+    labelNames: ['command'],
+    registers: [registry],
+  })
+  for (const command of STORE_COMMANDS) refused.inc({ command }, 0)
+  return (command) => refused.inc({ command })
 }
 
 /** What `createListMetrics` reads from Redis at each scrape. */

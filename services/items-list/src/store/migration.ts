@@ -11,11 +11,14 @@ const MAX_RETRY_MS = 1_000
  * the unmoved part move it themselves). Every step is one atomic script, so a replica that dies
  * mid-way leaves nothing half-moved, and replicas migrating at once only share the work. Waits
  * while Redis is unavailable (`isAvailable`), without sending anything, and tries again when a
- * step fails. Returns what stops it.
+ * step fails: the failure is logged when it first happens or changes, not at every try (a try a
+ * second for as long as the keys disagree would bury the log), and the recovery once. Returns what
+ * stops it.
  */
 export function migrateInBackground(store: ItemStore, isAvailable: () => boolean, log: FastifyBaseLogger): () => void {
   let stopped = false
   let retry: NodeJS.Timeout | undefined
+  let failing: string | undefined
   const attempt = (delayMs: number): void => {
     const again = () => {
       if (!stopped) retry = setTimeout(() => attempt(Math.min(MAX_RETRY_MS, delayMs * 2)), delayMs).unref()
@@ -24,10 +27,16 @@ export function migrateInBackground(store: ItemStore, isAvailable: () => boolean
     if (!isAvailable()) return again()
     store.migrate().then(
       (moved) => {
+        if (failing !== undefined) log.info("the move of an earlier version's list into chunks goes on again")
         if (moved > 0) log.info({ names: moved }, "an earlier version's list is moved into chunks")
       },
-      // The connection has logged the outage.
-      again,
+      (error: unknown) => {
+        // The store rejects with errors only (RedisUnavailableError, InconsistentListError).
+        const reason = (error as Error).message
+        if (reason !== failing) log.warn({ reason }, "the move of an earlier version's list into chunks failed; trying again every second at most")
+        failing = reason
+        again()
+      },
     )
   }
   attempt(FIRST_RETRY_MS)

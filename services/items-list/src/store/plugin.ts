@@ -3,8 +3,9 @@ import { redisSentinels } from '@repo/config'
 import { createRedisConnection, type RateLimitRedis, type RedisTarget } from '@repo/service-kit'
 import type { ItemsListConfig } from '../config.ts'
 import { createItemStore, type ItemStore } from './item-store.ts'
+import type { StoreCommand } from './metrics.ts'
 import { ITEM_STORE_SCRIPTS } from './layout.ts'
-import { createListMetrics, createStoreMetrics, STORE_UP_GAUGE } from './metrics.ts'
+import { createInconsistencyMetric, createListMetrics, createStoreMetrics, STORE_UP_GAUGE } from './metrics.ts'
 import { migrateInBackground } from './migration.ts'
 
 declare module 'fastify' {
@@ -61,11 +62,16 @@ export const itemStore = fp<ItemStorePluginOptions>(
       config.ITEMS_MIN_REPLICAS_ACK > 0
         ? createRedisConnection({ target, scripts: ITEM_STORE_SCRIPTS, logger: app.log, purpose: 'item store appends', onCommand })
         : undefined
+    const countInconsistency = createInconsistencyMetric(app.metrics)
     const settings = {
       key: config.ITEMS_KEY,
       maxCount: config.ITEMS_MAX_COUNT,
       idempotencyTtlSeconds: config.IDEMPOTENCY_TTL_SECONDS,
       minReplicasAck: config.ITEMS_MIN_REPLICAS_ACK,
+      onInconsistent(command: StoreCommand, reason: string) {
+        countInconsistency(command)
+        app.log.error({ command, reason, key: config.ITEMS_KEY }, "the list's keys disagree: refusing to append, read or delete until they are repaired or the list is reset")
+      },
     }
     const store = createItemStore(connection, appends ? { ...settings, appends } : settings)
     // Neither the scrape nor the migration sends a command to a Redis known to be away: each
@@ -87,7 +93,7 @@ export const itemStore = fp<ItemStorePluginOptions>(
  * `REDIS_SENTINELS` (with `REDIS_DB` for the primary) or `REDIS_URL`, never both (a
  * `ConfigError`), else `REDIS_HOST`, `REDIS_PORT` and `REDIS_DB`; as `REDIS_USERNAME`, trusting `REDIS_CA_FILE`.
  */
-function redisTarget(config: ItemStorePluginOptions['config']): RedisTarget {
+export function redisTarget(config: ItemStorePluginOptions['config']): RedisTarget {
   const auth = { username: config.REDIS_USERNAME, password: config.REDIS_PASSWORD, caFile: config.REDIS_CA_FILE }
   const sentinels = redisSentinels(config)
   if (sentinels) return { ...sentinels, database: config.REDIS_DB, ...auth }

@@ -1,0 +1,192 @@
+import t from 'tap'
+import { spawn } from 'node:child_process'
+import { once } from 'node:events'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { fileURLToPath } from 'node:url'
+import { startPrivateRedis } from '@repo/test-support'
+import { buildService, connectInspector, nameAt } from './helpers/service.ts'
+
+// The list is many keys: an index at ITEMS_KEY, a header, chunks. When the header and the index
+// disagree (the index deleted by hand as the one-list layout was emptied, two lists to move in),
+// whatever the store wrote could land where no read looks: it refuses every append, read and
+// delete (503, a log line, a metric) and /ready says why, until the list is reset.
+
+const SERVICE_ROOT = fileURLToPath(new URL('..', import.meta.url))
+const { app, inspector, logs, redis, storedItems } = await buildService(t)
+
+/** Every list route's status, and /ready's answer. */
+async function answers() {
+  const post = await app.inject({ method: 'POST', url: '/items/', payload: { name: 'new' } })
+  const once = await app.inject({ method: 'POST', url: '/items/', payload: { name: 'new' }, headers: { 'idempotency-key': 'k1' } })
+  const list = await app.inject({ method: 'GET', url: '/items/' })
+  const page = await app.inject({ method: 'GET', url: '/items/?limit=1' })
+  const remove = await app.inject({ method: 'DELETE', url: `/items/${nameAt(0)}` })
+  const ready = await app.inject({ method: 'GET', url: '/ready' })
+  return { statuses: [post, once, list, page, remove, ready].map((res) => res.statusCode), post: post.json<{ detail: string }>(), ready: ready.json<{ detail: string }>() }
+}
+
+/** `items_store_inconsistent_total{command}` from the app's /metrics. */
+async function refusals(command: string): Promise<number> {
+  const page = (await app.inject({ method: 'GET', url: '/metrics' })).body
+  return Number(new RegExp(`^items_store_inconsistent_total\\{command="${command}"\\} (\\d+)$`, 'm').exec(page)?.[1])
+}
+
+/** Runs the reset as an operator does (docs/list.md, "Emptying the list"): its exit code and output. */
+async function runReset(args: string[], env: Record<string, string> = { REDIS_HOST: '127.0.0.1', REDIS_PORT: String(redis.port) }) {
+  const child = spawn(process.execPath, ['--conditions=@repo/source', 'src/reset.ts', ...args], { cwd: SERVICE_ROOT, env: { PATH: process.env.PATH ?? '', ...env } })
+  let output = ''
+  child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()))
+  child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()))
+  const [code] = (await once(child, 'close')) as [number | null]
+  return { code, output }
+}
+
+t.test('after DEL of the index, appends, reads and deletes answer 503 and store nothing; a log line, a metric and /ready say why', async (t) => {
+  for (let index = 0; index < 3; index++) await app.itemStore.append(nameAt(index))
+  t.equal(await app.itemStore.appendOnce('recorded', 'k0'), 'appended')
+  await app.itemStore.removeAll('recorded')
+  const cursor = (await app.inject({ method: 'GET', url: '/items/?limit=1' })).headers.link!.toString().slice(1, -13)
+  await inspector.del('items')
+
+  const { statuses, post, ready } = await answers()
+  t.same(statuses, [503, 503, 503, 503, 503, 503], 'POST, POST with a key, GET, GET a page, DELETE, /ready')
+  t.same(post, { detail: 'Item store inconsistent: the index at ITEMS_KEY is gone while its header counts 3 names' })
+  t.same(ready, post, '/ready gives the reason')
+  t.equal((await app.inject({ method: 'GET', url: cursor })).statusCode, 503, 'a cursor into the list: the list lost its index, the cursor is not foreign')
+  const replay = await app.inject({ method: 'POST', url: '/items/', payload: { name: 'recorded' }, headers: { 'idempotency-key': 'k0' } })
+  t.equal(replay.statusCode, 503, 'nor a replay, whose 201 would say a read shows the name')
+  t.same(await inspector.lRange('items:chunk:1', 0, -1), [nameAt(0), nameAt(1), nameAt(2), ''], 'no name appended where no read looks')
+  t.equal(await inspector.hGet('items:header', 'count'), '3', 'nor counted')
+  t.match(await logs.waitFor((line) => line.reason !== undefined && line.command === 'append'), {
+    level: 50,
+    msg: "the list's keys disagree: refusing to append, read or delete until they are repaired or the list is reset",
+    reason: 'the index at ITEMS_KEY is gone while its header counts 3 names',
+    key: 'items',
+  })
+  for (const command of ['append', 'append_once', 'read', 'remove_step', 'check']) t.ok((await refusals(command)) >= 1, `${command} refusals counted`)
+})
+
+t.test('an index without its id, or without its header, is refused the same way', async (t) => {
+  await app.itemStore.append('kept')
+  const [id] = await inspector.zRange('items', 0, 0)
+  await inspector.zRem('items', id!)
+  const lostId = await answers()
+  t.same(lostId.statuses, [503, 503, 503, 503, 503, 503])
+  t.match(lostId.ready, { detail: /^Item store inconsistent: the index at ITEMS_KEY has lost its member id:/ })
+
+  await inspector.zAdd('items', { score: -Infinity, value: id! })
+  await inspector.del('items:header')
+  const noHeader = await answers()
+  t.same(noHeader.statuses, [503, 503, 503, 503, 503, 503])
+  t.same(noHeader.ready, { detail: 'Item store inconsistent: the index at ITEMS_KEY has no header' })
+})
+
+t.test('a plain list at the key beside the legacy list (an earlier version appending after DEL mid-move) is refused, not chosen between', async (t) => {
+  await inspector.rPush('items:legacy', [nameAt(0), nameAt(1)])
+  await inspector.hSet('items:header', { count: 2, legacy: 1, id: 'x', tail: 0, fill: 1000 })
+  await inspector.rPush('items', 'from an earlier version')
+  const { statuses, ready } = await answers()
+  t.same(statuses, [503, 503, 503, 503, 503, 503])
+  t.same(ready, { detail: 'Item store inconsistent: ITEMS_KEY is a plain list and items:legacy exists: two lists to move in, refusing to choose' })
+
+  await inspector.del('items:legacy')
+  t.same((await answers()).ready, { detail: 'Item store inconsistent: ITEMS_KEY is a plain list beside the header of a chunked list' }, 'beside the header alone too')
+})
+
+t.test('ensure() refuses a plain list beside an existing legacy list, and a key of another type, before it writes anything', async (t) => {
+  await inspector.rPush('items:legacy', nameAt(0))
+  await inspector.rPush('items', nameAt(1))
+  const twoLists = await answers()
+  t.same(twoLists.statuses, [503, 503, 503, 503, 503, 503])
+  t.same(twoLists.post, { detail: 'Item store inconsistent: ITEMS_KEY is a plain list and items:legacy exists: two lists to move in, refusing to choose' })
+  t.equal(await inspector.exists('items:header'), 0, 'no header made')
+  t.same(await inspector.lRange('items', 0, -1), [nameAt(1)], 'nothing renamed')
+
+  await inspector.del(['items', 'items:legacy'])
+  await inspector.set('items', 'a string')
+  const otherType = await answers()
+  t.same(otherType.statuses, [503, 503, 503, 503, 503, 503])
+  t.same(otherType.post, { detail: 'Item store inconsistent: ITEMS_KEY holds a string, not the list' })
+  t.equal(await inspector.get('items'), 'a string', 'left as it is')
+})
+
+t.test('a header written before it kept the id is given the index’s: the list is served throughout', async (t) => {
+  await app.itemStore.append('before')
+  const id = await inspector.hGet('items:header', 'id')
+  await inspector.hDel('items:header', 'id')
+  t.same((await app.inject({ method: 'GET', url: '/items/' })).json(), { items: ['before'] })
+  t.equal((await app.inject({ method: 'GET', url: '/ready' })).statusCode, 200)
+  t.equal((await app.inject({ method: 'POST', url: '/items/', payload: { name: 'after' } })).statusCode, 201)
+  t.equal(await inspector.hGet('items:header', 'id'), id)
+  t.same(await storedItems(), ['before', 'after'])
+})
+
+t.test('the reset (src/reset.ts --yes) empties a list whose index was deleted: it then reads empty, and appends are read', async (t) => {
+  for (let index = 0; index < 2_500; index++) await app.itemStore.append(nameAt(index))
+  await inspector.del('items')
+  t.equal((await app.inject({ method: 'POST', url: '/items/', payload: { name: 'refused' } })).statusCode, 503)
+
+  const refusedWithoutYes = await runReset([])
+  t.equal(refusedWithoutYes.code, 2)
+  t.match(refusedWithoutYes.output, /run it again with --yes/)
+  t.equal(await inspector.exists('items:chunk:1'), 1, 'nothing done without --yes')
+
+  const reset = await runReset(['--yes'])
+  t.equal(reset.code, 0, reset.output)
+  t.match(reset.output, /"chunks":3.*the list is empty/)
+  t.equal((await app.inject({ method: 'GET', url: '/ready' })).statusCode, 200)
+  t.same((await app.inject({ method: 'GET', url: '/items/' })).json(), { items: [] })
+  t.equal((await app.inject({ method: 'POST', url: '/items/', payload: { name: 'after the reset' } })).statusCode, 201)
+  t.same((await app.inject({ method: 'GET', url: '/items/' })).json(), { items: ['after the reset'] })
+  t.same(await inspector.keys('items:chunk:*'), ['items:chunk:4'], 'the old chunks are gone; new ones are numbered after them')
+  t.equal((await app.inject({ method: 'DELETE', url: '/items/after%20the%20reset' })).statusCode, 200)
+})
+
+t.test('chunks left without their index and header (both deleted by hand) are refused, not written into by a new list, and the reset clears them', async (t) => {
+  for (let index = 0; index < 2_500; index++) await app.itemStore.append(nameAt(index))
+  await inspector.del(['items', 'items:header'])
+  const { statuses, post } = await answers()
+  t.same(statuses, [503, 503, 503, 503, 503, 503])
+  t.same(post, { detail: 'Item store inconsistent: the index and the header are gone, and items:chunk:1 is still there' })
+  t.equal(await inspector.lLen('items:chunk:1'), 1_000, 'no name added to an old chunk')
+
+  t.equal((await runReset(['--yes'])).code, 0)
+  t.equal((await app.inject({ method: 'POST', url: '/items/', payload: { name: 'after the reset' } })).statusCode, 201)
+  t.same((await app.inject({ method: 'GET', url: '/items/' })).json(), { items: ['after the reset'] })
+  t.same(await inspector.keys('items:chunk:*'), ['items:chunk:4'])
+})
+
+t.test('the reset empties a list mid-move, and a Redis without a list; it exits 1 when Redis cannot be reached', async (t) => {
+  await inspector.rPush('items', [nameAt(0), nameAt(1)])
+  t.equal((await app.inject({ method: 'GET', url: '/items/?limit=1' })).statusCode, 200, 'moved aside by the read')
+  t.equal((await runReset(['--yes'])).code, 0)
+  t.same((await app.inject({ method: 'GET', url: '/items/' })).json(), { items: [] })
+  t.equal(await inspector.exists('items:legacy'), 0)
+
+  await inspector.del(['items', 'items:header'])
+  t.equal((await runReset(['--yes'])).code, 0)
+  t.same((await app.inject({ method: 'GET', url: '/items/' })).json(), { items: [] })
+
+  const unreachable = await runReset(['--yes'], { REDIS_HOST: '127.0.0.1', REDIS_PORT: '1' })
+  t.equal(unreachable.code, 1)
+  t.match(unreachable.output, /the list was not reset/)
+})
+
+t.test('the background move logs its failing step once, not at every try, and once more when it goes on', async (t) => {
+  const stuck = await startPrivateRedis({ durable: false })
+  t.teardown(() => stuck.dispose())
+  const setup = await connectInspector(stuck.port)
+  t.teardown(() => setup.destroy())
+  await setup.rPush('items:legacy', nameAt(0))
+  await setup.rPush('items', nameAt(1))
+  const service = await buildService(t, { redis: stuck, ready: false })
+  // Tries a second apart at most: three or more in 3 s.
+  await sleep(3_000)
+  const failures = service.logs.lines.filter((line) => line.msg === "the move of an earlier version's list into chunks failed; trying again every second at most")
+  t.equal(failures.length, 1, 'logged once')
+  t.match(failures[0], { level: 40, reason: 'ITEMS_KEY is a plain list and items:legacy exists: two lists to move in, refusing to choose' })
+
+  await setup.del('items:legacy')
+  t.ok(await service.logs.waitFor((line) => line.msg === "the move of an earlier version's list into chunks goes on again", 6_000))
+  t.same(await service.storedItems(), [nameAt(1)])
+})
