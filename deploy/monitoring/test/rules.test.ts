@@ -38,5 +38,6 @@ t.test('every alert of alerts.yml has a unit test in which it fires', async (t) 
     'HttpSlowRoute',
     'ItemsListNearCap',
     'ItemsStoreDown',
-  ], 'the alerts docs/monitoring.md, "Alerts" lists, the shared cache’s store, the list’s cap and the webhook’s deliveries')
+    'ItemsStoreInconsistent',
+  ], 'the alerts docs/monitoring.md, "Alerts" lists, the shared cache’s store, the list’s cap and keys, and the webhook’s deliveries')
 })
