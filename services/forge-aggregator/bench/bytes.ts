@@ -1,5 +1,5 @@
 /**
- * pnpm --dir services/forge-aggregator bench:bytes [--accounts=40] [--cold=200] [--cache-mb=2] [--capacity-accounts=150]:
+ * pnpm --dir services/forge-aggregator bench:bytes [--accounts=40] [--cold=200] [--cache-mb=2] [--capacity-accounts=150] [--cpu-prof=DIR]:
  * what one cached account costs (docs/benchmarks.md, "What a cached account costs"), against the
  * fake upstream (bench/fake-upstream.ts: 30 public repositories and 20 followers an account).
  *
@@ -13,7 +13,8 @@
  *                    held entry was found and read).
  *   cold CPU         the service's CPU time (user + system, every thread, from /proc) per cold
  *                    users answer, over `--cold` more accounts asked one at a time, after as many
- *                    to warm up.
+ *                    to warm up. With `--cpu-prof=DIR`, that service writes a V8 CPU profile of
+ *                    its whole run into DIR (where its time went: node --cpu-prof).
  *   in-process       the service without Redis and FORGE_CACHE_MAX_MB=`--cache-mb` is asked for
  *                    `--capacity-accounts` accounts, then, past the TTL, for each again, newest
  *                    first: the accounts whose answer was still held (revalidated rather than
@@ -47,6 +48,7 @@ const { values: options } = parseArgs({
     cold: { type: 'string', default: '200' },
     'cache-mb': { type: 'string', default: '2' },
     'capacity-accounts': { type: 'string', default: '150' },
+    'cpu-prof': { type: 'string' },
   },
 })
 const accounts = Number(options.accounts)
@@ -68,7 +70,12 @@ try {
   const shared = await startServer(
     'service',
     'src/server.ts',
-    { FORGE_API_URL: upstream.url, FORGE_CACHE_TTL_SECONDS: String(TTL_SECONDS), REDIS_URL: `redis://127.0.0.1:${redis.port}` },
+    {
+      FORGE_API_URL: upstream.url,
+      FORGE_CACHE_TTL_SECONDS: String(TTL_SECONDS),
+      REDIS_URL: `redis://127.0.0.1:${redis.port}`,
+      ...(options['cpu-prof'] ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${options['cpu-prof']}` } : {}),
+    },
     '/ready',
   )
   const logins = Array.from({ length: accounts }, (_, index) => `bytes-${index}`)
@@ -84,7 +91,9 @@ try {
   const cpuBefore = cpuMicros(shared)
   for (let index = 0; index < coldAccounts; index++) await askUsers(shared, `cold-${index}`)
   console.log(`Cold users answers: ${((cpuMicros(shared) - cpuBefore) / coldAccounts / 1000).toFixed(2)} ms of the service's CPU each (${coldAccounts} asked one at a time, after ${coldAccounts} to warm up)\n`)
-  shared.process.child.kill('SIGKILL')
+  // A graceful stop: the profile is written on exit.
+  shared.process.child.kill('SIGTERM')
+  await shared.process.exited
 
   const alone = await startServer('service', 'src/server.ts', { FORGE_API_URL: upstream.url, FORGE_CACHE_TTL_SECONDS: String(TTL_SECONDS), FORGE_CACHE_MAX_MB: String(cacheMb) }, '/ready')
   await reportCapacity(alone)

@@ -67,7 +67,7 @@ export const ForgeAggregatorConfig = Type.Object({
     Type.String({
       pattern: '^rediss?://[^\\s]+$',
       description:
-        'redis:// or rediss:// URL. Unset: everything stays in the process (one replica). Set: answers, held upstream bodies and ETags, the rate-limit budget and the production locks are shared by every replica through it',
+        'redis:// or rediss:// URL. Unset: everything stays in the process (one replica). Set: answers, the ETags held with what is read of each upstream body, the rate-limit budget and the production locks are shared by every replica through it',
     }),
   ),
   ...redisAuthSettings(),

@@ -16,8 +16,11 @@ t.afterEach(() => {
 
 const TOKEN = 'ghp_clienttesttoken000000000000000000000000'
 
-/** Any JSON object or list: what these tests ask of a body (the service's own schemas are tested through the app). */
-const BODY = TypeCompiler.Compile(Type.Union([Type.Object({}), Type.Array(Type.Unknown())]))
+/**
+ * Any JSON object or list, every field kept: what these tests ask of a body (the service's own
+ * schemas are tested through the app; projections in test/upstream/projection.test.ts).
+ */
+const BODY = TypeCompiler.Compile(Type.Union([Type.Object({}, { additionalProperties: Type.Unknown() }), Type.Array(Type.Unknown())]))
 
 /**
  * The client as the app builds it and holds it (`app.forge.client`): its budget, interceptors
