@@ -51,8 +51,9 @@ export interface ForgeClient {
   /**
    * GETs `path` (build it with `upstreamPath`) and resolves to its JSON body once it passes
    * `body`, projected on the fields `body` names (`projectionOf`), whether it came whole or from
-   * what a 304 revalidated. Throws `UpstreamNotFound`, `UpstreamRateLimited` (`BudgetSpent` when the budget
-   * refused the call) or `UpstreamFailure` (a body that fails its check included); never anything else.
+   * what a 304 revalidated. Throws `UpstreamNotFound`, `UpstreamRateLimited` (`BudgetSpent` when
+   * the budget refused the call) or `UpstreamFailure` (a body that fails its check included);
+   * never anything else.
    */
   get<Schema extends TSchema>(path: string, body: TypeCheck<Schema>, query?: Record<string, string | number>, request?: RequestContext): Promise<Schema['static']>
   /** With a GitHub App: the installation's account (asked once with the App's JWT); undefined without an App or when it cannot be told. */
