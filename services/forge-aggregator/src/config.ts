@@ -48,7 +48,7 @@ export const ForgeAggregatorConfig = Type.Object({
     maximum: 86_400,
     description: 'freshness of cached answers; 0 never answers from the cache fresh (answers are still kept for stale-if-error) (0–86400)',
   }),
-  FORGE_CACHE_MAX_MB: Type.Integer({ default: 64, minimum: 1, maximum: 4_096, description: 'memory the caches may hold (1–4096); a replica peaks at about 225 MB + 1.6 × this' }),
+  FORGE_CACHE_MAX_MB: Type.Integer({ default: 64, minimum: 1, maximum: 4_096, description: 'memory the caches may hold (1–4096): about 51 accounts of 30 repositories per MB; a replica peaks at about 225 MB + 1.6 × this' }),
   FORGE_FOLLOWERS_LIMIT: Type.Integer({ default: 30, minimum: 1, maximum: 100, description: 'followers returned (1–100; still one upstream call)' }),
   FORGE_MAX_REPO_PAGES: Type.Integer({ default: 10, minimum: 1, maximum: 100, description: 'pages of 100 repositories read for statistics (1–100)' }),
   FORGE_STALE_SECONDS: Type.Integer({
@@ -67,7 +67,7 @@ export const ForgeAggregatorConfig = Type.Object({
     Type.String({
       pattern: '^rediss?://[^\\s]+$',
       description:
-        'redis:// or rediss:// URL. Unset: everything stays in the process (one replica). Set: answers, held upstream bodies and ETags, the rate-limit budget and the production locks are shared by every replica through it',
+        'redis:// or rediss:// URL. Unset: everything stays in the process (one replica). Set: answers, the ETags held with what is read of each upstream body, the rate-limit budget and the production locks are shared by every replica through it',
     }),
   ),
   ...redisAuthSettings(),

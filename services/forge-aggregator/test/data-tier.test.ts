@@ -2,7 +2,7 @@ import t from 'tap'
 import { fileURLToPath } from 'node:url'
 import { createClient } from 'redis'
 import { composeRedisFlags, LISTENING, nodePath, runProcess, startRedisWithServiceUsers, TEST_REDIS_ADMIN, TEST_REDIS_USERS } from '@repo/test-support'
-import repository from './fixtures/repository.json' with { type: 'json' }
+import user from './fixtures/user.json' with { type: 'json' }
 import recordedHeaders from './fixtures/headers.json' with { type: 'json' }
 import { buildAggregator } from './helpers/build.ts'
 import { startLocalUpstream } from './helpers/local-upstream.ts'
@@ -40,8 +40,8 @@ async function info(client: typeof cacheAdmin, section: string, field: string): 
 /** A name as long as items-list takes, so that each append adds about a kilobyte to the durable Redis. */
 const floodName = (index: number) => `flood-${index}-`.padEnd(1024, 'x')
 
-/** A repository whose upstream body is about 200 KB: the aggregator holds each body for revalidation. */
-const LARGE_DESCRIPTION = 'x'.repeat(200 * 1024)
+/** A profile whose upstream body is about 200 KB: its bio is a field the aggregator answers with, and holds for revalidation. */
+const LARGE_BIO = 'x'.repeat(200 * 1024)
 
 t.test('both Redis servers flooded past their maxmemory: the cache evicts; the durable one refuses appends (503) and evicts nothing, so every name answered 201 and its idempotency record survive and a retry stores nothing twice', async (t) => {
   // items-list as a process of its own (a sibling service: its code is not this package's), as its ACL user.
@@ -88,9 +88,12 @@ t.test('both Redis servers flooded past their maxmemory: the cache evicts; the d
   t.same([...statusesOfAppends].toSorted(), [201, 503], 'appends answered 201 until the durable Redis was full, then 503')
   t.ok((await info(durableAdmin, 'errorstats', 'errorstat_OOM')) > 0, 'it refused writes for want of memory')
 
+  // Each user: that profile, no repositories, no followers, no issues.
   const upstream = await startLocalUpstream(t, (request, response) => {
-    const name = /^\/repos\/octocat\/([^/?]+)$/.exec(request.url ?? '')?.[1] ?? 'unknown'
-    response.writeHead(200, recordedHeaders.resource).end(JSON.stringify({ ...repository, name, full_name: `octocat/${name}`, description: LARGE_DESCRIPTION }))
+    const { pathname } = new URL(request.url ?? '/', 'http://upstream')
+    const login = /^\/users\/([^/]+)$/.exec(pathname)?.[1]
+    if (pathname === '/search/issues') return void response.writeHead(200, recordedHeaders.search).end(JSON.stringify({ total_count: 0, incomplete_results: false, items: [] }))
+    response.writeHead(200, recordedHeaders.resource).end(JSON.stringify(login ? { ...user, login, public_repos: 0, bio: LARGE_BIO } : []))
   })
   const { app } = await buildAggregator(t, {
     env: {
@@ -100,11 +103,11 @@ t.test('both Redis servers flooded past their maxmemory: the cache evicts; the d
       REDIS_PASSWORD: TEST_REDIS_USERS.forgeAggregator.password,
     },
   })
-  // Twice maxmemory in held bodies alone, ten cold requests at a time.
-  const coldRequests = Math.ceil((2 * CACHE_MAX_MEMORY) / LARGE_DESCRIPTION.length)
+  // Twice maxmemory in held profiles alone, ten cold requests at a time.
+  const coldRequests = Math.ceil((2 * CACHE_MAX_MEMORY) / LARGE_BIO.length)
   const statuses = new Set<number>()
   for (let batch = 0; batch < coldRequests; batch += 10) {
-    const answers = await Promise.all(Array.from({ length: 10 }, (_, index) => app.inject({ method: 'GET', url: `/api/forge/repos?repo_name=cold-${batch + index}` })))
+    const answers = await Promise.all(Array.from({ length: 10 }, (_, index) => app.inject({ method: 'GET', url: `/api/forge/users?user_name=cold-${batch + index}` })))
     for (const answer of answers) statuses.add(answer.statusCode)
   }
   t.same([...statuses], [200], 'every cold request answered')

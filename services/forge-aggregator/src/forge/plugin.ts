@@ -28,9 +28,9 @@ export interface ForgePluginOptions {
   >
   /** How the upstream is called: anonymously, with a token, or as a GitHub App installation. */
   credentials: UpstreamCredentials
-  /** Bytes of upstream bodies held for revalidation (`cacheMemory`). */
+  /** Bytes of upstream projections held for revalidation (`cacheMemory`). */
   revalidationMaxBytes: number
-  /** How long a held body the replicas share outlives its last use (`cacheMemory`). */
+  /** How long a held projection the replicas share outlives its last use (`cacheMemory`). */
   heldForMs: number
   /** The wall clock in ms: rate-limit resets are epoch seconds. */
   now: () => number

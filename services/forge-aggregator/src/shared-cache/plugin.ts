@@ -11,7 +11,7 @@ import { STORE_FORMAT_VERSION } from './stored.ts'
 export interface SharedCache {
   /** The one Redis connection (the rate limit counts on its client too). */
   connection: RedisConnection
-  /** Answers, held bodies and the budget. */
+  /** Answers, held projections and the budget. */
   store: SharedStore
   /** One production of an answer for every replica. */
   lock: ProductionLock

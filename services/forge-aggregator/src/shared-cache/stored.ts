@@ -4,8 +4,10 @@ import { TypeCompiler } from '@sinclair/typebox/compiler'
 /**
  * What this service writes to Redis and reads back: another version of the service, a bug or an
  * operator may have left anything there, so every value read is checked against its schema and
- * a value that fails is a miss. Any change here must change `STORE_FORMAT_VERSION`, so that two
- * versions running side by side during a rollout never read each other's entries.
+ * a value that fails is a miss. A change that a version running beside this one during a rollout
+ * would read wrongly must change `STORE_FORMAT_VERSION`, so that the two never read each other's
+ * entries; a change both read rightly keeps it, and with it everything the two share (answers,
+ * locks, the budget, webhook drops: docs/design.md, "Rollouts and stored entries").
  */
 export const STORE_FORMAT_VERSION = 'v2'
 
@@ -28,10 +30,14 @@ export const CachedAnswer = Type.Object({
 })
 
 /**
- * The last body of an upstream URL and its ETag. The text is kept, not the parsed object: it
- * occupies what its length says, so the bound on held bytes is a real one.
+ * The last body of an upstream URL, as far as the service reads it, and its ETag. The text is
+ * kept, not the parsed object: it occupies what its length says, so the bound on held bytes is a
+ * real one. With a `shape`, the text is the projection of the body made for the schema of that
+ * fingerprint (`projectionOf`); without one, the whole body, as versions before projections held
+ * it. Versions before projections read the entry as its `text` alone: a projection passes their
+ * checks, which name the same fields.
  */
-export const HeldBody = Type.Object({ etag: Type.String({ minLength: 1 }), text: Type.String() })
+export const HeldBody = Type.Object({ etag: Type.String({ minLength: 1 }), text: Type.String(), shape: Type.Optional(Type.String({ minLength: 1 })) })
 
 /** What the upstream last said about one rate-limit resource, on the wall clock (ms). */
 export const BudgetState = Type.Object({

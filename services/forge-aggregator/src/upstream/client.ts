@@ -12,6 +12,7 @@ import { BudgetSpent, statusFailure, transportFailure, UpstreamFailure, type Red
 import { createInstallationTokens, type InstallationAccount, type InstallationTokens } from './installation-token.ts'
 import { upstreamInterceptors } from './interceptors.ts'
 import type { UpstreamMetrics } from './metrics.ts'
+import { projectionOf } from './projection.ts'
 import type { RequestContext } from './request-context.ts'
 
 /** The REST API version every request pins (spec: "pinned to 2022-11-28"). */
@@ -27,15 +28,15 @@ export interface ForgeClientOptions {
   /** Deadline of one call, retries and body included. */
   timeoutMs: number
   userAgent: string
-  /** Bytes of upstream bodies kept in this process for revalidation with `If-None-Match`; 0 keeps none. */
+  /** Bytes of held projections kept in this process for revalidation with `If-None-Match`; 0 keeps none. */
   revalidationMaxBytes: number
-  /** How long a held body in `store` outlives its last use: a 200 that brought it or a 304 that reused it. */
+  /** How long a held projection in `store` outlives its last use: a 200 that brought it or a 304 that reused it. */
   heldForMs: number
   /** Where lines about calls go when the caller brings no request of its own. */
   logger: FastifyBaseLogger
   /** The rate-limit budget every answer feeds and every call is checked against. */
   budget: RateLimitBudget
-  /** Where replicas share the held bodies; absent, each process holds its own. */
+  /** Where replicas share the held projections; absent, each process holds its own. */
   store?: SharedStore | undefined
   /** The app's wall clock in ms (rate-limit resets are epoch seconds). */
   now: () => number
@@ -49,8 +50,10 @@ export interface ForgeClientOptions {
 export interface ForgeClient {
   /**
    * GETs `path` (build it with `upstreamPath`) and resolves to its JSON body once it passes
-   * `body`. Throws `UpstreamNotFound`, `UpstreamRateLimited` (`BudgetSpent` when the budget
-   * refused the call) or `UpstreamFailure` (a body that fails its check included); never anything else.
+   * `body`, projected on the fields `body` names (`projectionOf`), whether it came whole or from
+   * what a 304 revalidated. Throws `UpstreamNotFound`, `UpstreamRateLimited` (`BudgetSpent` when
+   * the budget refused the call) or `UpstreamFailure` (a body that fails its check included);
+   * never anything else.
    */
   get<Schema extends TSchema>(path: string, body: TypeCheck<Schema>, query?: Record<string, string | number>, request?: RequestContext): Promise<Schema['static']>
   /** With a GitHub App: the installation's account (asked once with the App's JWT); undefined without an App or when it cannot be told. */
@@ -82,9 +85,10 @@ const MAX_BODY_BYTES = 32 * 1024 * 1024
  * A `ForgeClient` on one keep-alive undici dispatcher composed of undici's own interceptors and
  * the budget's (`upstreamInterceptors`).
  *
- * Revalidation is one hand-written layer: the last body and ETag of every upstream URL are
- * held (bounded; shared by the replicas when a shared store is given), and every request for a
- * held URL carries `If-None-Match`; a 304 reuses the held body. undici's `cache` interceptor does
+ * Revalidation is one hand-written layer: the ETag of every upstream URL is held with the
+ * projection of its last body, the fields the caller's check names (bounded; shared by the
+ * replicas when a shared store is given), and every request for a held URL carries
+ * `If-None-Match`; a 304 reuses the projection. undici's `cache` interceptor does
  * not fit, for two reasons found in its code: a 304 that carries `Cache-Control` (GitHub's
  * always do: `private, max-age=60`) deletes the stored entry instead of refreshing it, so the
  * next call goes out without `If-None-Match` and pays for a full 200; and the caller of a
@@ -181,7 +185,7 @@ interface Caller {
   redact: Redact
 }
 
-/** One upstream call: `target` asked with `bearer`, revalidated when a body is held; its body once it passes `check`. */
+/** One upstream call: `target` asked with `bearer`, revalidated when a readable projection is held; its body once it passes `check`, projected. */
 async function callUpstream<Schema extends TSchema>(
   caller: Caller,
   target: string,
@@ -192,18 +196,20 @@ async function callUpstream<Schema extends TSchema>(
   const { options, upstream, held } = caller
   const headers = bearer ? { ...upstream.pinned, authorization: `Bearer ${bearer}` } : upstream.pinned
   // What other replicas learned of the budget counts before this call is made.
-  const [heldBody] = await Promise.all([held.get(target), options.budget.refresh()])
-  const { response, text } = await send(caller, target, heldBody ? { ...headers, 'if-none-match': heldBody.etag } : headers, request)
+  const [heldEntry] = await Promise.all([held.get(target), options.budget.refresh()])
+  const reusable = heldEntry && readHeld(heldEntry, check)
+  const { response, text } = await send(caller, target, reusable ? { ...headers, 'if-none-match': reusable.entry.etag } : headers, request)
   const { statusCode } = response
-  if (statusCode === 304 && heldBody) {
+  if (statusCode === 304 && reusable) {
     // Held again: its life runs from this use, so that the next revalidation finds it too.
-    held.hold(target, heldBody)
-    return checked(check, heldBody.text)
+    held.hold(target, reusable.entry)
+    return reusable.body
   }
   if (statusCode === 200) {
-    const body = checked(check, text)
+    const projection = projectionOf(check)
+    const body = projection.project(checked(check, text))
     const etag = response.headers.etag
-    if (typeof etag === 'string') held.hold(target, { etag, text })
+    if (typeof etag === 'string') held.hold(target, { etag, shape: projection.shape, text: JSON.stringify(body) })
     return body
   }
   throw statusFailure(statusCode, response.headers, text, options.now(), caller.redact)
@@ -236,15 +242,33 @@ async function send(caller: Caller, target: string, headers: Record<string, stri
   return { response, text }
 }
 
-/** The last body and ETag of every upstream URL, for `If-None-Match`. */
+/**
+ * A held entry as `check`'s caller may reuse it, or undefined when it cannot be read as one: then
+ * the call goes out without `If-None-Match`, and its 200 replaces the entry. An entry projected
+ * for another schema (another version of the service) cannot be read: it may lack a field this
+ * schema reads. One without a shape is a whole body (written before projections were held), from
+ * which this projection is made; it is held as one from its first 304 on.
+ */
+function readHeld<Schema extends TSchema>(entry: HeldBody, check: TypeCheck<Schema>): { entry: HeldBody; body: Schema['static'] } | undefined {
+  const projection = projectionOf(check)
+  if (entry.shape !== undefined && entry.shape !== projection.shape) return undefined
+  const parsed = parsedBody(check, entry.text)
+  if (!('body' in parsed)) return undefined
+  const body = projection.project(parsed.body)
+  const text = entry.shape === undefined ? JSON.stringify(body) : entry.text
+  return { entry: { etag: entry.etag, shape: projection.shape, text }, body }
+}
+
+/** The projection and ETag of every upstream URL's last body, for `If-None-Match`. */
 interface HeldBodies {
   get(target: string): Promise<HeldBody | undefined>
   hold(target: string, body: HeldBody): void
 }
 
 /**
- * Held bodies: the replicas' shared ones when a store is given (each for `heldForMs` after its
- * last use), else this process's own (at most `maxBytes`; with 0 none is read).
+ * Held projections: the replicas' shared ones when a store is given (each for `heldForMs` after
+ * its last use), else this process's own (at most `maxBytes`; with 0 none is read). An entry's
+ * shape is not counted: it is one string per schema, shared by every entry made with it.
  */
 function heldBodies(maxBytes: number, store: SharedStore | undefined, heldForMs: number): HeldBodies {
   const local = maxBytes > 0 ? new LRUCache<string, HeldBody>({ maxSize: maxBytes, sizeCalculation: (entry) => entry.text.length + entry.etag.length }) : undefined
@@ -266,14 +290,21 @@ function stringValues(query: Record<string, string | number>): Record<string, st
 
 /** The body as JSON that passes `check`: anything else is the upstream's fault, and says where it failed. */
 function checked<Schema extends TSchema>(check: TypeCheck<Schema>, text: string): Schema['static'] {
+  const parsed = parsedBody(check, text)
+  if ('body' in parsed) return parsed.body
+  throw new UpstreamFailure(parsed.failure)
+}
+
+/** `text` as JSON that passes `check`, or what is wrong with it. */
+function parsedBody<Schema extends TSchema>(check: TypeCheck<Schema>, text: string): { body: Schema['static'] } | { failure: string } {
   let body: unknown
   try {
     body = JSON.parse(text)
   } catch {
-    throw new UpstreamFailure('Upstream sent a body that is not valid JSON')
+    return { failure: 'Upstream sent a body that is not valid JSON' }
   }
-  if (check.Check(body)) return body
+  if (check.Check(body)) return { body }
   // A body that fails its check has at least one error.
   const { path, message } = check.Errors(body).First()!
-  throw new UpstreamFailure(`Upstream sent an unexpected body (${path || '/'}: ${message})`)
+  return { failure: `Upstream sent an unexpected body (${path || '/'}: ${message})` }
 }

@@ -175,22 +175,22 @@ t.test('a partial answer is not cached: the next request asks every call again',
   complete.done()
 })
 
-t.test('answers hold a quarter of FORGE_CACHE_MAX_MB: with 1, an answer of exactly 256 KiB is kept, one a byte larger is not', async (t) => {
-  // Held upstream bodies have the other three quarters (upstream/client.test.ts): together, the setting.
+t.test('answers hold a third of FORGE_CACHE_MAX_MB: with 1, an answer of exactly a third of a MiB (rounded down) is kept, one a byte larger is not', async (t) => {
+  // Held projections have the other two thirds (upstream/client.test.ts): together, the setting.
   const { app } = await buildAggregator(t, { env: { FORGE_CACHE_MAX_MB: 1 } })
-  const quarter = 256 * 1024
+  const third = 349_525
   const ask = (login: string) => app.inject({ method: 'GET', url: `/api/forge/users?user_name=${login}` })
   // Logins of one length: only the bio changes an answer's size, character for character.
   mockUser({ login: 'base1', profile: { bio: '' } })
   const base = (await ask('base1')).body.length
 
-  mockUser({ login: 'fits1', profile: { bio: 'x'.repeat(quarter - base) } })
-  t.equal((await ask('fits1')).body.length, quarter)
+  mockUser({ login: 'fits1', profile: { bio: 'x'.repeat(third - base) } })
+  t.equal((await ask('fits1')).body.length, third)
   t.match((await ask('fits1')).headers['cache-status'], /; hit;/, 'kept: asked again, it is a hit')
 
-  const over = mockUser({ login: 'over1', profile: { bio: 'x'.repeat(quarter - base + 1) } })
-  mockUser({ login: 'over1', profile: { bio: 'x'.repeat(quarter - base + 1) } }, over)
-  t.equal((await ask('over1')).body.length, quarter + 1)
+  const over = mockUser({ login: 'over1', profile: { bio: 'x'.repeat(third - base + 1) } })
+  mockUser({ login: 'over1', profile: { bio: 'x'.repeat(third - base + 1) } }, over)
+  t.equal((await ask('over1')).body.length, third + 1)
   const again = await ask('over1')
   t.equal(again.statusCode, 200)
   t.match(again.headers['cache-status'], /fwd=miss/, 'not kept: asked again, it is produced again')
