@@ -21,9 +21,10 @@ import Fastify from 'fastify'
 import { pino } from 'pino'
 import { createClient } from 'redis'
 import { AccessLog } from '@repo/service-kit'
-import { ITEM_STORE_SCRIPTS, listKeys, TOMBSTONE } from '../src/store/layout.ts'
+import { appendArguments, ITEM_STORE_SCRIPTS, listKeys, TOMBSTONE } from '../src/store/layout.ts'
 
 const KEYS = listKeys('items')
+const APPEND = appendArguments(KEYS, Number.MAX_SAFE_INTEGER)
 const NAIVE_KEY = process.env.NAIVE_KEY ?? 'naive'
 const ADDED = JSON.stringify({ message: 'Item added successfully' })
 const headers = JSON.parse(process.env.HEADERS ?? '') as Record<'GET' | 'POST', Record<string, string>>
@@ -55,7 +56,7 @@ app.get('/items/', async (request, reply) => {
   return reply.header('x-request-id', request.id).headers(headers.GET).send(`{"items":${JSON.stringify(items)}}`)
 })
 app.post<{ Body: { name: string } }>('/items/', async (request, reply) => {
-  await redis.append(KEYS, 'ceiling', request.body.name, Number.MAX_SAFE_INTEGER)
+  await redis.append(APPEND, '', request.body.name)
   return reply.code(201).header('x-request-id', request.id).headers(headers.POST).send(ADDED)
 })
 app.get('/naive/', async (request, reply) => {
