@@ -104,7 +104,7 @@ try {
     await compare(service, ceiling, TARGETS[0]!, shape, TARGET)
     await compare(service, ceiling, NAIVE_GET, shape, TARGET, 'for information: GET /items/ against one LRANGE 0 -1 of a plain list')
   }
-  const ratios: Record<string, number[]> = { GET: [], POST: [] }
+  const ratios: Record<string, Ratio[]> = { GET: [], POST: [] }
   if (stack) {
     console.log(`items-list benchmark, the stack's shape (load average ${load()}): ${STACK.connections} connections, one request at a time, ${STACK.rounds} slices of ${STACK.sliceSeconds} s per side in turn, after one each to warm up; ${STACK.runs} runs\n`)
     for (let run = 1; run <= STACK.runs; run++) ratios.GET!.push(await compare(service, ceiling, NAIVE_GET, STACK, GET_TARGET, `run ${run}: GET /items/ against LRANGE 0 -1 of a plain list`))
@@ -115,8 +115,10 @@ try {
     console.log(`the stack's shape, service / ceiling req/s, median of ${STACK.runs} runs (load average ${load()}):`)
     for (const [method, target] of [['POST', TARGET], ['GET', GET_TARGET]] as const) {
       const runs = ratios[method]!
-      const middle = [...runs].sort((a, b) => a - b)[Math.floor(runs.length / 2)]!
-      console.log(`  ${method} /items/: ${runs.map((ratio) => ratio.toFixed(2)).join(', ')}: median ${middle.toFixed(2)} (target >= ${target}: ${middle >= target ? 'met' : 'NOT MET'})`)
+      const middle = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!
+      const [rate, cost] = [middle(runs.map(({ rate }) => rate)), middle(runs.map(({ cost }) => cost))]
+      console.log(`  ${method} /items/, req/s: ${runs.map(({ rate }) => rate.toFixed(2)).join(', ')}: median ${rate.toFixed(2)} (target >= ${target}: ${rate >= target ? 'met' : 'NOT MET'})`)
+      console.log(`  ${method} /items/, by cost (CPU per request, ceiling / service): ${runs.map(({ cost }) => cost.toFixed(2)).join(', ')}: median ${cost.toFixed(2)}`)
     }
   }
 } catch (error) {
@@ -132,7 +134,13 @@ if (problems.length > 0) {
   process.exitCode = 1
 }
 
-/** One target on both servers, in alternating slices, and the report: service / ceiling, req/s. */
+/** Service / ceiling: of requests/s, and by cost (ceiling / service, CPU per request). */
+interface Ratio {
+  rate: number
+  cost: number
+}
+
+/** One target on both servers, in alternating slices, and the report. */
 async function compare(
   service: Server,
   ceiling: Server,
@@ -140,7 +148,7 @@ async function compare(
   shape: { connections: number; pipelining: number; sliceSeconds: number; rounds: number },
   goal: number,
   title = `${target.method} ${target.path}`,
-): Promise<number> {
+): Promise<Ratio> {
   const request = { method: target.method, path: target.path, headers: target.headers, body: target.body }
   const figures = await compareInSlices(
     { url: service.url, pid: service.process.child.pid },
@@ -148,7 +156,7 @@ async function compare(
     { requests: [request], ...shape },
     (problem) => problems.push(problem),
   )
-  return reportComparison(title, figures, goal)
+  return { rate: reportComparison(title, figures, goal), cost: figures.ceiling.cpuPerRequest / figures.service.cpuPerRequest }
 }
 
 
