@@ -155,3 +155,15 @@ function median(values: number[]): number {
 function percent(share: number): string {
   return `${Math.round(share * 100)} %`
 }
+
+/**
+ * `requests` on `url` from `connections` connections, one request at a time on each, for
+ * `seconds`: the requests/s. Rejects when a request failed or was not 2xx. For a load that is
+ * not a comparison: a profile's (items-list's `bench:profile`).
+ */
+export async function loadFor(url: string, requests: autocannon.Request[], connections: number, seconds: number): Promise<number> {
+  const result = await autocannon({ url, connections, duration: seconds, requests })
+  const failed = result.non2xx + result.errors
+  if (failed > 0) throw new Error(`${failed} of ${result.requests.total} requests to ${url} failed or were not 2xx`)
+  return result.requests.total / result.duration
+}

@@ -13,7 +13,7 @@ export {
 export { answerWithoutLogin, composeRedisFlags, TEST_REDIS_ADMIN, TEST_REDIS_USERS, renderServiceUsersAcl, startRedisWithServiceUsers } from './redis-users.ts'
 export { createTestCertificates, type TestCertificates } from './certificates.ts'
 export { rootStartEnv } from './turbo.ts'
-export { compareInSlices, reportComparison, type BenchServer, type SideFigures, type SliceLoad } from './bench.ts'
+export { compareInSlices, loadFor, reportComparison, type BenchServer, type SideFigures, type SliceLoad } from './bench.ts'
 export { exchangeRaw, type RawAnswer } from './raw-http.ts'
 export { captureLogs, type CapturedLogs, type LogLine } from './logs.ts'
 export { startOtlpReceiver, type OtlpReceiver, type OtlpSpan } from './otlp-receiver.ts'

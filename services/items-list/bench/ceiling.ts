@@ -21,9 +21,10 @@ import Fastify from 'fastify'
 import { pino } from 'pino'
 import { createClient } from 'redis'
 import { AccessLog } from '@repo/service-kit'
-import { ITEM_STORE_SCRIPTS, listKeys, TOMBSTONE } from '../src/store/layout.ts'
+import { appendArguments, ITEM_STORE_SCRIPTS, listKeys, TOMBSTONE } from '../src/store/layout.ts'
 
 const KEYS = listKeys('items')
+const APPEND = appendArguments(KEYS, Number.MAX_SAFE_INTEGER)
 const NAIVE_KEY = process.env.NAIVE_KEY ?? 'naive'
 const ADDED = JSON.stringify({ message: 'Item added successfully' })
 const headers = JSON.parse(process.env.HEADERS ?? '') as Record<'GET' | 'POST', Record<string, string>>
@@ -55,7 +56,7 @@ app.get('/items/', async (request, reply) => {
   return reply.header('x-request-id', request.id).headers(headers.GET).send(`{"items":${JSON.stringify(items)}}`)
 })
 app.post<{ Body: { name: string } }>('/items/', async (request, reply) => {
-  await redis.append(KEYS, 'ceiling', request.body.name, Number.MAX_SAFE_INTEGER)
+  await redis.append(APPEND, '', request.body.name)
   return reply.code(201).header('x-request-id', request.id).headers(headers.POST).send(ADDED)
 })
 app.get('/naive/', async (request, reply) => {
@@ -73,3 +74,5 @@ app.delete<{ Params: { name: string } }>('/naive/:name', async (request, reply) 
 })
 app.get('/', async (request, reply) => reply.header('x-request-id', request.id).headers(headers.GET).send('{"message":"Hello World"}'))
 await app.listen({ host: '127.0.0.1', port: Number(process.env.PORT) })
+// Ended by SIGTERM, it exits as the service does, so that `--cpu-prof` writes its profile (bench:profile).
+process.once('SIGTERM', () => void app.close().finally(() => process.exit(0)))

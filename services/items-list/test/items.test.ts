@@ -16,7 +16,8 @@ t.test('GET / answers Hello World', async (t) => {
 t.test('POST /items/ appends the name and answers 201 Item added successfully', async (t) => {
   const res = await add('apple')
   t.equal(res.statusCode, 201)
-  t.same(res.json(), { message: 'Item added successfully' })
+  t.equal(res.body, '{"message":"Item added successfully"}')
+  t.equal(res.headers['content-type'], 'application/json; charset=utf-8')
   t.same(await storedItems(), ['apple'])
 })
 

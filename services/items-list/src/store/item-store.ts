@@ -3,10 +3,12 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { RedisUnavailableError, type RedisCommands, type RedisConnection } from '@repo/service-kit'
 import { createAcknowledgedAppends, type OneConnection } from './acknowledged-appends.ts'
 import {
+  appendArguments,
   ID_PREFIX,
   INCONSISTENT,
   LEGACY_MEMBER,
   listKeys,
+  NO_LAYOUT,
   TOMBSTONE,
   type AppendOutcome,
   type ItemStoreScripts,
@@ -192,6 +194,8 @@ function fingerprintOf(name: string): string {
 export function createItemStore(connection: RedisConnection<ItemStoreScripts>, settings: ItemStoreSettings): ItemStore {
   const { maxCount, idempotencyTtlSeconds, minReplicasAck = 0, appends = connection, onInconsistent } = settings
   const keys = listKeys(settings.key)
+  const list = appendArguments(keys, maxCount)
+  const ttl = String(idempotencyTtlSeconds)
   const sendAcknowledged = minReplicasAck > 0 ? createAcknowledgedAppends(appends, minReplicasAck) : undefined
   // The id a list gets if this call is the one to make it: unique to the call, so that a list
   // deleted and made anew has an id of its own, and cursors into the old one are refused.
@@ -386,13 +390,26 @@ export function createItemStore(connection: RedisConnection<ItemStoreScripts>, s
     return tail
   }
 
+  /**
+   * `send` without a list id, the common case; sent again with a fresh one when the script found no
+   * layout to append to (it wrote nothing then: a list's first append, or an earlier version's list
+   * still at the key).
+   */
+  async function withLayout<T>(send: (listId: string) => Promise<T | typeof NO_LAYOUT>): Promise<T> {
+    const outcome = await send('')
+    if (outcome !== NO_LAYOUT) return outcome
+    // Given an id, a script makes the layout (ensure()): it never answers 'nolayout'.
+    return (await send(newListId())) as T
+  }
+
   return {
     append(name) {
-      return acknowledged('append', (client) => client.append(keys, newListId(), name, maxCount))
+      return withLayout((listId) => acknowledged('append', (client) => client.append(list, listId, name)))
     },
     appendOnce(name, idempotencyKey) {
-      const args = [keys, newListId(), name, maxCount, keys.idempotency(idempotencyKey), fingerprintOf(name), idempotencyTtlSeconds] as const
-      return acknowledged('append_once', (client) => client.appendOnce(...args))
+      const record = keys.idempotency(idempotencyKey)
+      const fingerprint = fingerprintOf(name)
+      return withLayout((listId) => acknowledged('append_once', (client) => client.appendOnce(list, listId, name, record, fingerprint, ttl)))
     },
     read,
     names,

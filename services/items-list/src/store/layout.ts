@@ -74,11 +74,12 @@ export const INCONSISTENT = 'INCONSISTENT'
  * otherwise makes the layout exist: it turns an earlier version's list at the index's key into
  * the legacy list (one O(1) RENAME: from then on that version's commands meet a sorted set and
  * fail, rather than act on part of the list), gives a new list its id, and copies into the header
- * the id of an index made before the header kept it. `migrate(chunks)` moves up to that many
+ * the id of an index made before the header kept it; it answers false, having written nothing,
+ * when the layout must be made and ARGV[1] is '' (an append sent without an id). `migrate(chunks)` moves up to that many
  * chunks' worth of names from the legacy list's head into new chunks, and clears `legacy` from the
  * index and the header once it is empty. `append(name, maxCount)` is four O(1) commands (the
  * header read, the index's id checked, the push, the header written): a hot path, and Redis's
- * time is everyone's.
+ * time is everyone's; COMMON_APPEND, below, runs the same four before this prelude is made.
  */
 const PRELUDE = `
 local index, header = KEYS[1], KEYS[2]
@@ -125,9 +126,12 @@ local function ensure()
       local member = redis.call('ZRANGE', index, '-inf', '-inf', 'BYSCORE', 'LIMIT', 0, 1)[1]
       redis.call('HSET', header, 'id', string.sub(member, ${ID_PREFIX.length + 1}))
     end
-    return
+    return true
   end
   local id = ARGV[1]
+  -- An append sends no id: the list exists nearly always, and a fresh id per append is work for
+  -- nothing. It answers 'nolayout' instead, and is sent again with one.
+  if id == '' then return false end
   if kind == 'list' then
     redis.call('RENAME', index, legacy)
     redis.call('ZADD', index, '-inf', '${ID_PREFIX}' .. id, '+inf', '${LEGACY_MEMBER}')
@@ -137,6 +141,7 @@ local function ensure()
     redis.call('HSET', header, 'count', 0)
   end
   redis.call('HSET', header, 'id', id, 'tail', 0, 'fill', CAP)
+  return true
 end
 
 local function migrate(chunks)
@@ -160,14 +165,15 @@ local function migrate(chunks)
   return moved
 end
 
--- 'full' at the cap; else appends the name, after the names an earlier version's list still holds.
+-- 'full' at the cap; 'nolayout' when the layout must be made and ARGV[1] holds no id; else
+-- appends the name, after the names an earlier version's list still holds.
 local function append(name, maxCount)
   local at = redis.call('HMGET', header, 'count', 'tail', 'fill', '${LEGACY_MEMBER}', 'id')
   -- The index still holds the header's id: it was neither deleted nor replaced. pcall: a plain
   -- list at the key answers WRONGTYPE, which ensure() names.
   local score = at[5] and redis.pcall('ZSCORE', index, '${ID_PREFIX}' .. at[5])
   if type(score) ~= 'string' then
-    ensure()
+    if not ensure() then return 'nolayout' end
     at = redis.call('HMGET', header, 'count', 'tail', 'fill', '${LEGACY_MEMBER}')
   end
   local count, tail, fill = tonumber(at[1]), tonumber(at[2]), tonumber(at[3])
@@ -187,33 +193,83 @@ local function append(name, maxCount)
 end
 `
 
+/**
+ * The common append, run before PRELUDE (whose functions cost each call their making): the
+ * header read, the index's id checked (one ZSCORE), the push, the header's count and fill written.
+ * It takes only the case where append() would go straight to the same writes: a header with its id,
+ * an index that holds it, no earlier version's list to move in. Anything else (no layout, keys that
+ * disagree, a legacy list) leaves `outcome` nil, and the script goes on to append(), which reads
+ * again and decides. ARGV[2]: the name, ARGV[3]: ITEMS_MAX_COUNT.
+ */
+const COMMON_APPEND = `
+local outcome
+local at = redis.call('HMGET', KEYS[2], 'count', 'tail', 'fill', '${LEGACY_MEMBER}', 'id')
+if at[5] and not at[4] and type(redis.pcall('ZSCORE', KEYS[1], '${ID_PREFIX}' .. at[5])) == 'string' then
+  local count, tail, fill = tonumber(at[1]), tonumber(at[2]), tonumber(at[3])
+  if count >= tonumber(ARGV[3]) then
+    outcome = 'full'
+  elseif fill >= ${CHUNK_NAMES} then
+    tail = tail + 1
+    redis.call('ZADD', KEYS[1], tail, tail)
+    redis.call('RPUSH', KEYS[1] .. ':chunk:' .. tail, ARGV[2])
+    redis.call('HSET', KEYS[2], 'count', count + 1, 'tail', tail, 'fill', 1)
+    outcome = 'appended'
+  else
+    redis.call('RPUSH', KEYS[1] .. ':chunk:' .. tail, ARGV[2])
+    redis.call('HSET', KEYS[2], 'count', count + 1, 'fill', fill + 1)
+    outcome = 'appended'
+  end
+end
+`
+
 /** What became of an append. */
 export type AppendOutcome = 'appended' | 'full'
 /** What became of an append made under an idempotency key. */
 export type OnceOutcome = AppendOutcome | 'replayed' | 'conflict'
+/** An append sent without a list id found no layout: nothing was written; it is to be sent again with one. */
+export const NO_LAYOUT = 'nolayout'
 
-interface AppendScript {
-  parseCommand(this: void, parser: CommandParser, keys: ListKeys, listId: string, name: string, maxCount: number): void
-  transformReply(this: void, reply: unknown): AppendOutcome
+/**
+ * What every append of one list sends alike, built once (`appendArguments`): its keys and
+ * ITEMS_MAX_COUNT as text.
+ */
+export interface AppendArguments {
+  keys: [index: string, header: string]
+  maxCount: string
 }
 
-/** ARGV[2]: the name, ARGV[3]: ITEMS_MAX_COUNT. Refuses (`full`) a list at its cap. */
+export function appendArguments(keys: ListKeys, maxCount: number): AppendArguments {
+  return { keys: [keys.index, keys.header], maxCount: String(maxCount) }
+}
+
+interface AppendScript {
+  parseCommand(this: void, parser: CommandParser, list: AppendArguments, listId: string, name: string): void
+  transformReply(this: void, reply: unknown): AppendOutcome | typeof NO_LAYOUT
+}
+
+/**
+ * ARGV[1]: a list id, or '' for none (the common case: it answers 'nolayout' when it would have to
+ * make the layout, having written nothing). ARGV[2]: the name, ARGV[3]: ITEMS_MAX_COUNT. Refuses
+ * (`full`) a list at its cap.
+ */
 const APPEND: RedisScripts[string] & AppendScript = defineScript({
   SCRIPT: `${DECLARED}
+${COMMON_APPEND}
+if outcome then return outcome end
 ${PRELUDE}
 return append(ARGV[2], tonumber(ARGV[3]))
 `,
   NUMBER_OF_KEYS: 2,
-  parseCommand(parser: CommandParser, keys: ListKeys, listId: string, name: string, maxCount: number) {
-    parser.pushKeys([keys.index, keys.header])
-    parser.push(listId, name, String(maxCount))
+  parseCommand(parser: CommandParser, list: AppendArguments, listId: string, name: string) {
+    parser.pushKeys(list.keys)
+    parser.push(listId, name, list.maxCount)
   },
-  transformReply: (reply: unknown) => String(reply) as AppendOutcome,
+  transformReply: (reply: unknown) => String(reply) as AppendOutcome | typeof NO_LAYOUT,
 })
 
 interface AppendOnceScript {
-  parseCommand(this: void, parser: CommandParser, keys: ListKeys, listId: string, name: string, maxCount: number, record: string, fingerprint: string, ttlSeconds: number): void
-  transformReply(this: void, reply: unknown): OnceOutcome
+  parseCommand(this: void, parser: CommandParser, list: AppendArguments, listId: string, name: string, record: string, fingerprint: string, ttlSeconds: string): void
+  transformReply(this: void, reply: unknown): OnceOutcome | typeof NO_LAYOUT
 }
 
 /**
@@ -226,25 +282,29 @@ interface AppendOnceScript {
  */
 const APPEND_ONCE: RedisScripts[string] & AppendOnceScript = defineScript({
   SCRIPT: `${DECLARED}
-${PRELUDE}
 local recorded = redis.call('GET', KEYS[3])
 if recorded then
   if recorded ~= ARGV[4] then return 'conflict' end
+  ${PRELUDE}
   -- A replay's 201 says too that a read shows the name.
   refuseInconsistent()
   redis.call('SET', KEYS[3], recorded, 'KEEPTTL')
   return 'replayed'
 end
-local outcome = append(ARGV[2], tonumber(ARGV[3]))
+${COMMON_APPEND}
+if not outcome then
+  ${PRELUDE}
+  outcome = append(ARGV[2], tonumber(ARGV[3]))
+end
 if outcome == 'appended' then redis.call('SET', KEYS[3], ARGV[4], 'EX', ARGV[5]) end
 return outcome
 `,
   NUMBER_OF_KEYS: 3,
-  parseCommand(parser: CommandParser, keys: ListKeys, listId: string, name: string, maxCount: number, record: string, fingerprint: string, ttlSeconds: number) {
-    parser.pushKeys([keys.index, keys.header, record])
-    parser.push(listId, name, String(maxCount), fingerprint, String(ttlSeconds))
+  parseCommand(parser: CommandParser, list: AppendArguments, listId: string, name: string, record: string, fingerprint: string, ttlSeconds: string) {
+    parser.pushKeys([...list.keys, record])
+    parser.push(listId, name, list.maxCount, fingerprint, ttlSeconds)
   },
-  transformReply: (reply: unknown) => String(reply) as OnceOutcome,
+  transformReply: (reply: unknown) => String(reply) as OnceOutcome | typeof NO_LAYOUT,
 })
 
 /**
