@@ -10,8 +10,8 @@ import { responseCache } from './cache/response-cache-plugin.ts'
 import { healthRoutes } from './http/health.ts'
 import { repoRoutes } from './http/repos.ts'
 import { userRoutes } from './http/users.ts'
+import { webhookRoutes } from './http/webhooks.ts'
 import { webhookSecretFrom } from './webhooks/secret.ts'
-import { webhookRoutes } from './webhooks/plugin.ts'
 
 export interface AppOptions {
   /** The process logger (`createLogger`). */
@@ -62,6 +62,6 @@ export async function buildApp(config: Readonly<ForgeAggregatorConfig>, options:
   await app.register(userRoutes, { defaultUser: config.FORGE_DEFAULT_USER })
   await app.register(repoRoutes, { defaultUser: config.FORGE_DEFAULT_USER })
   // Without a secret there is no route: the path answers 404 like any unknown one.
-  if (webhookSecret !== undefined) await app.register(webhookRoutes, { secret: webhookSecret, installationId: config.FORGE_APP_INSTALLATION_ID, now })
+  if (webhookSecret !== undefined) await app.register(webhookRoutes, { secret: webhookSecret, installationId: config.FORGE_APP_INSTALLATION_ID })
   return app
 }
