@@ -6,6 +6,7 @@ import type { FastifyPluginAsync, FastifyRequest } from 'fastify'
 import { verify } from '@octokit/webhooks-methods'
 import { HttpError } from '@repo/http-errors'
 import { ErrorBody } from './schemas.ts'
+import { parseJson } from '../parse-json.ts'
 import { createDeliveries } from '../webhooks/deliveries.ts'
 import { dropsFor, eventLabel } from '../webhooks/events.ts'
 import { createWebhookMetrics, type DeliveryOutcome } from '../webhooks/metrics.ts'
@@ -89,7 +90,7 @@ export const webhookRoutes: FastifyPluginAsync<WebhookPluginOptions> = async (ap
         done('bad_signature')
         throw new HttpError(401, { error: 'Webhook signature missing or invalid' })
       }
-      const payload = parseJson(body)
+      const payload = parseJson(body.toString('utf8'))
       if (payload === undefined || event === undefined || id === undefined || !DELIVERY_ID.test(id)) {
         done('malformed')
         throw new HttpError(401, { error: 'Webhook delivery is not JSON with its event and delivery id' })
@@ -121,21 +122,13 @@ function header(request: FastifyRequest, name: string): string | undefined {
   return typeof value === 'string' ? value : undefined
 }
 
-function parseJson(body: Buffer): unknown {
-  try {
-    return JSON.parse(body.toString('utf8')) as unknown
-  } catch {
-    return undefined
-  }
-}
-
 /**
  * The body's bytes, or `TOO_LARGE` as soon as it is known to exceed the bound (its
  * `Content-Length`, or what arrived): the rest is let through unread, and not kept. Rejects when
  * the stream fails (the client went away). Not `parseAs: 'buffer'`: Fastify would answer 413 past
  * its `bodyLimit`, where a body over the bound must be refused as unsigned, with the rest unread.
  */
-export function readBounded(raw: IncomingMessage, payload: NodeJS.ReadableStream): Promise<RawBody> {
+function readBounded(raw: IncomingMessage, payload: NodeJS.ReadableStream): Promise<RawBody> {
   return new Promise((resolve, reject) => {
     if (Number(raw.headers['content-length']) > WEBHOOK_BODY_LIMIT) {
       payload.resume()

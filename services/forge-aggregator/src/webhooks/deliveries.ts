@@ -6,6 +6,7 @@ import { LRUCache } from 'lru-cache'
 import type { RedisSubscriber } from '@repo/service-kit'
 import type { ResponseCache } from '../cache/response-cache.ts'
 import type { SharedCache } from '../shared-cache/plugin.ts'
+import { parseJson } from '../parse-json.ts'
 import type { Drops } from './events.ts'
 
 /** GitHub lets a delivery be redelivered for 3 days: a repeat is recognised that long. */
@@ -134,12 +135,7 @@ function listenForDrops(subscriber: RedisSubscriber, options: DeliveriesOptions 
     )
 
   function heard(text: string): void {
-    let message: unknown
-    try {
-      message = JSON.parse(text)
-    } catch {
-      message = undefined
-    }
+    const message = parseJson(text)
     if (!DropMessage.Check(message)) {
       cache.dropAll()
       logger.warn({ channel }, 'unreadable webhook drop message: every answer in memory revalidates')
