@@ -10,8 +10,8 @@ import { responseCache } from './cache/response-cache-plugin.ts'
 import { healthRoutes } from './http/health.ts'
 import { repoRoutes } from './http/repos.ts'
 import { userRoutes } from './http/users.ts'
+import { webhookRoutes } from './http/webhooks.ts'
 import { webhookSecretFrom } from './webhooks/secret.ts'
-import { webhookRoutes } from './webhooks/plugin.ts'
 
 export interface AppOptions {
   /** The process logger (`createLogger`). */
@@ -25,12 +25,15 @@ export interface AppOptions {
 const errorBody = (error: string) => ({ error })
 
 /**
- * The whole forge-aggregator from its configuration, in the order a request meets it: the shared
- * Redis (when `REDIS_URL`), service-kit's plugins (errors, request ids, headers, CORS, rate limit
- * counting in that Redis, OpenAPI, metrics), the forge (budget, client, service), the response
- * cache (`reply.sendAnswer`), then the routes. Every dependency is opened by its plugin and
- * closed with the app. Never listens: `server.ts` does. Throws `ConfigError` when the upstream
- * credentials do not hold together (docs/design.md, "GitHub App"), before anything is opened.
+ * The whole forge-aggregator from its configuration. It registers, in this order: `sharedCache`
+ * (the Redis connection, the shared store and the production lock, with `REDIS_URL` or
+ * `REDIS_SENTINELS`), `serviceKit` (the server span when tracing runs, request ids, security
+ * headers, the Host check, CORS, the rate limit counting in that Redis, the error shape, JSON
+ * bodies, OpenAPI, `/metrics`, the drain), `forge` (budget, client, service), `responseCache`
+ * (`reply.sendAnswer`), then the routes: health, users, repos, and the webhooks when
+ * `FORGE_WEBHOOK_SECRET` is set. Every dependency is opened by its plugin and closed with the
+ * app. Never listens: `server.ts` does. Throws `ConfigError` when the upstream credentials do not
+ * hold together (docs/design.md, "GitHub App"), before anything is opened.
  */
 export async function buildApp(config: Readonly<ForgeAggregatorConfig>, options: AppOptions): Promise<FastifyInstance> {
   // The App's key is read and checked before anything opens: a bad one stops the start (ConfigError).
@@ -62,6 +65,6 @@ export async function buildApp(config: Readonly<ForgeAggregatorConfig>, options:
   await app.register(userRoutes, { defaultUser: config.FORGE_DEFAULT_USER })
   await app.register(repoRoutes, { defaultUser: config.FORGE_DEFAULT_USER })
   // Without a secret there is no route: the path answers 404 like any unknown one.
-  if (webhookSecret !== undefined) await app.register(webhookRoutes, { secret: webhookSecret, installationId: config.FORGE_APP_INSTALLATION_ID, now })
+  if (webhookSecret !== undefined) await app.register(webhookRoutes, { secret: webhookSecret, installationId: config.FORGE_APP_INSTALLATION_ID })
   return app
 }

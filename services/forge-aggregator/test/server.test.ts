@@ -6,7 +6,7 @@ import { startLocalUpstream } from './helpers/local-upstream.ts'
 import { answerRepository, REPOSITORY_COUNTS as COUNTS } from './helpers/repository-upstream.ts'
 
 const SERVICE_ROOT = fileURLToPath(new URL('..', import.meta.url))
-// No drain delay: these tests are about what closing does (service-kit's test/drain-process.test.ts covers the drain).
+// No drain delay: these tests are about what closing does (service-kit's test/process/drain-process.test.ts covers the drain).
 const runServer = (env: Record<string, string>) => runServiceSource(SERVICE_ROOT, { SHUTDOWN_DELAY_SECONDS: '0', ...env })
 const TOKEN = 'some-secret'
 

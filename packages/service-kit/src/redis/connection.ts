@@ -49,6 +49,8 @@ export interface RedisSubscriber {
   connect(): Promise<unknown>
   subscribe(channel: string, listener: (message: string, channel: string) => void): Promise<unknown>
   on(event: 'error', listener: (error: unknown) => void): unknown
+  /** Connected again (node-redis subscribes again by itself; what was published meanwhile is lost). */
+  on(event: 'ready', listener: () => void): unknown
 }
 
 /** One resilient connection to Redis, as both services use it. */

@@ -124,6 +124,22 @@ export class ResponseCache {
     return now - kept.producedAt
   }
 
+  /**
+   * `drop`, and the same in the shared store: its answer for `key` is written back stale, keeping
+   * its expiry, so a replica that reads it on a memory miss revalidates. Resolves with the age (ms)
+   * of the fresh answer it replaced, the shared one first; rejects when the shared store cannot say.
+   */
+  async dropEverywhere(key: string): Promise<number | undefined> {
+    const here = this.drop(key)
+    const { store, now } = this.#options
+    if (!store) return here
+    const answer = await store.read(storedEntries.answer, `answer:${key}`)
+    const time = now()
+    if (!answer || time > answer.freshUntil) return here
+    await store.write(`answer:${key}`, JSON.stringify({ ...answer, freshUntil: time - 1 }), answer.keepUntil - time)
+    return time - answer.producedAt
+  }
+
   /** Drops every answer of this process: what to do when drops may have been missed. */
   dropAll(): void {
     for (const key of new Set([...this.#local.keys(), ...this.#inFlight.keys()])) this.drop(key)

@@ -15,8 +15,11 @@ export interface SharedCache {
   store: SharedStore
   /** One production of an answer for every replica. */
   lock: ProductionLock
-  /** The deployment's key prefix (`namespaceFor`), for what keeps keys and channels of its own (webhooks). */
-  namespace: string
+  /**
+   * This deployment's Redis key or channel for `name` (under `namespaceFor`), for what keeps keys
+   * of its own (webhook deliveries and drops); answers go through `store`, never through this.
+   */
+  keyFor(name: string): string
 }
 
 declare module 'fastify' {
@@ -71,7 +74,7 @@ export const sharedCache = fp<SharedCachePluginOptions>(
       up: { registry: app.metrics, name: 'forge_shared_store_up', help: '1 while the shared cache’s Redis answers, else 0' },
     })
     const lock = createProductionLock({ connection, namespace, waitMs: config.FORGE_TIMEOUT_MS, probeIntervalMs: PROBE_INTERVAL_MS, logger: app.log })
-    app.decorate('sharedCache', { connection, store: createSharedStore(connection, namespace, app.metrics), lock, namespace })
+    app.decorate('sharedCache', { connection, store: createSharedStore(connection, namespace, app.metrics), lock, keyFor: (name: string) => namespace + name })
     app.addHook('onClose', async () => {
       // Before the connection closes: the releases go out on it.
       await lock.close()

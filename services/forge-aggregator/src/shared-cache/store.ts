@@ -16,6 +16,13 @@ export interface SharedStore {
   set(key: string, value: string, ttlMs: number): Promise<void>
   /** Removes `key`; does not wait for Redis. */
   delete(key: string): void
+  /**
+   * Like `get`, but rejects when Redis cannot say, and does not count a rejected value: for a
+   * change that must not be taken for done when it was not (a webhook drop).
+   */
+  read<T>(entry: StoredEntry<T>, key: string): Promise<T | undefined>
+  /** Like `set`, but rejects when Redis cannot say. */
+  write(key: string, value: string, ttlMs: number): Promise<void>
 }
 
 /** A `SharedStore` on `connection`, its keys under `namespace`; rejected entries counted in `registry`. */
@@ -29,28 +36,31 @@ export function createSharedStore(connection: RedisConnection, namespace: string
   const kinds: readonly StoredKind[] = ['answer', 'held', 'budget']
   for (const kind of kinds) rejected.inc({ kind }, 0)
 
-  /** `command`'s value, or undefined when Redis cannot give it (the connection logs and sets Redis aside). */
-  async function attempt<T>(name: string, command: Parameters<RedisConnection['run']>[1]): Promise<T | undefined> {
-    try {
-      return (await connection.run(name, command)) as T
-    } catch {
-      return undefined
-    }
+  const readText = (key: string) => connection.run('GET', (client) => client.get(namespace + key))
+  const writeText = async (key: string, value: string, ttlMs: number) => {
+    await connection.run('SET', (client) => client.set(namespace + key, value, { expiration: { type: 'PX', value: Math.max(1, Math.ceil(ttlMs)) } }))
   }
+  // Best effort: a Redis that cannot answer (the connection logs it and sets Redis aside) reads as empty.
+  const orNothing = () => undefined
 
   return {
     async get(entry, key) {
-      const text = await attempt<string | null>('GET', (client) => client.get(namespace + key))
+      const text = await readText(key).catch(orNothing)
       if (text === undefined || text === null) return undefined
       const value = entry.parse(text)
       if (value === undefined) rejected.inc({ kind: entry.kind })
       return value
     },
     async set(key, value, ttlMs) {
-      await attempt('SET', (client) => client.set(namespace + key, value, { expiration: { type: 'PX', value: Math.max(1, Math.ceil(ttlMs)) } }))
+      await writeText(key, value, ttlMs).catch(orNothing)
     },
     delete(key) {
-      void attempt('DEL', (client) => client.del(namespace + key))
+      void connection.run('DEL', (client) => client.del(namespace + key)).catch(orNothing)
     },
+    async read(entry, key) {
+      const text = await readText(key)
+      return text === null ? undefined : entry.parse(text)
+    },
+    write: writeText,
   }
 }

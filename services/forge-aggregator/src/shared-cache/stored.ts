@@ -1,5 +1,6 @@
 import { Type, type Static, type TSchema } from '@sinclair/typebox'
 import { TypeCompiler } from '@sinclair/typebox/compiler'
+import { parseJson } from '../parse-json.ts'
 
 /**
  * What this service writes to Redis and reads back: another version of the service, a bug or an
@@ -68,12 +69,7 @@ function storedEntry<Schema extends TSchema>(kind: StoredKind, schema: Schema): 
   return {
     kind,
     parse(text) {
-      let value: unknown
-      try {
-        value = JSON.parse(text)
-      } catch {
-        return undefined
-      }
+      const value = parseJson(text)
       return check.Check(value) ? value : undefined
     },
   }

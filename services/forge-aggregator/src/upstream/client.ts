@@ -4,6 +4,7 @@ import { LRUCache } from 'lru-cache'
 import type { TSchema } from '@sinclair/typebox'
 import type { TypeCheck } from '@sinclair/typebox/compiler'
 import type { FastifyBaseLogger } from 'fastify'
+import { parseJson } from '../parse-json.ts'
 import type { SharedStore } from '../shared-cache/store.ts'
 import { storedEntries, type HeldBody } from '../shared-cache/stored.ts'
 import { resourceOfPath, type RateLimitBudget } from './budget.ts'
@@ -297,12 +298,8 @@ function checked<Schema extends TSchema>(check: TypeCheck<Schema>, text: string)
 
 /** `text` as JSON that passes `check`, or what is wrong with it. */
 function parsedBody<Schema extends TSchema>(check: TypeCheck<Schema>, text: string): { body: Schema['static'] } | { failure: string } {
-  let body: unknown
-  try {
-    body = JSON.parse(text)
-  } catch {
-    return { failure: 'Upstream sent a body that is not valid JSON' }
-  }
+  const body = parseJson(text)
+  if (body === undefined) return { failure: 'Upstream sent a body that is not valid JSON' }
   if (check.Check(body)) return { body }
   // A body that fails its check has at least one error.
   const { path, message } = check.Errors(body).First()!

@@ -1,4 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http'
+import { parseJson } from '../parse-json.ts'
 
 /** Every way an upstream call can fail, as the routes need to tell them apart. */
 export abstract class UpstreamError extends Error {
@@ -115,12 +116,8 @@ function isProgrammingError(error: unknown): boolean {
 
 /** The `message` of an upstream error body (`{"message": …}`); undefined if none. */
 function upstreamMessage(text: string): string | undefined {
-  try {
-    const { message } = JSON.parse(text) as { message?: unknown }
-    return typeof message === 'string' ? message : undefined
-  } catch {
-    return undefined
-  }
+  const message = (parseJson(text) as { message?: unknown } | null | undefined)?.message
+  return typeof message === 'string' ? message : undefined
 }
 
 /** GitHub's secondary rate limits answer 403 with a message saying so. */

@@ -2,6 +2,7 @@ import { sign } from 'node:crypto'
 import { Type } from '@sinclair/typebox'
 import { TypeCompiler } from '@sinclair/typebox/compiler'
 import type { FastifyBaseLogger } from 'fastify'
+import { parseJson } from '../parse-json.ts'
 import type { AppCredentials } from './credentials.ts'
 import { UpstreamFailure } from './errors.ts'
 
@@ -86,7 +87,7 @@ export function createInstallationTokens({ app, now, send, logger }: Installatio
 
   async function mint(): Promise<string> {
     const { statusCode, text } = await send({ method: 'POST', path: `${installationPath}/access_tokens`, authorization: jwt() })
-    const body = statusCode === 201 ? parse(text) : undefined
+    const body = statusCode === 201 ? parseJson(text) : undefined
     if (!InstallationToken.Check(body)) {
       // The upstream's words are not repeated: a refusal may quote what it was sent.
       throw new UpstreamFailure(`GitHub App installation token request answered ${statusCode}${statusCode === 201 ? ' with an unexpected body' : ''}`, statusCode)
@@ -117,7 +118,7 @@ export function createInstallationTokens({ app, now, send, logger }: Installatio
     account() {
       account ??= send({ method: 'GET', path: installationPath, authorization: jwt() })
         .then(({ statusCode, text }) => {
-          const body = statusCode === 200 ? parse(text) : undefined
+          const body = statusCode === 200 ? parseJson(text) : undefined
           if (Installation.Check(body)) return { login: body.account.login, allRepositories: body.repository_selection === 'all' }
           throw new UpstreamFailure(`GitHub App installation request answered ${statusCode}`, statusCode)
         })
@@ -129,13 +130,5 @@ export function createInstallationTokens({ app, now, send, logger }: Installatio
       return account
     },
     secrets: () => [held?.token ?? '', previous, lastJwt].filter((secret) => secret !== ''),
-  }
-}
-
-function parse(text: string): unknown {
-  try {
-    return JSON.parse(text) as unknown
-  } catch {
-    return undefined
   }
 }

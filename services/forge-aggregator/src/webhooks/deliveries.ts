@@ -3,9 +3,10 @@ import { Type } from '@sinclair/typebox'
 import { TypeCompiler } from '@sinclair/typebox/compiler'
 import type { FastifyBaseLogger } from 'fastify'
 import { LRUCache } from 'lru-cache'
-import type { RedisConnection, RedisSubscriber } from '@repo/service-kit'
+import type { RedisSubscriber } from '@repo/service-kit'
 import type { ResponseCache } from '../cache/response-cache.ts'
-import { storedEntries } from '../shared-cache/stored.ts'
+import type { SharedCache } from '../shared-cache/plugin.ts'
+import { parseJson } from '../parse-json.ts'
 import type { Drops } from './events.ts'
 
 /** GitHub lets a delivery be redelivered for 3 days: a repeat is recognised that long. */
@@ -40,62 +41,82 @@ export interface DeliveriesOptions {
   cache: ResponseCache
   /** Forgets the installation token (`ForgeClient.forgetInstallationToken`). */
   forgetInstallationToken: () => void
-  /** The shared cache's connection and namespace, when there is one. */
-  shared: { connection: RedisConnection; namespace: string } | undefined
-  now: () => number
   logger: FastifyBaseLogger
 }
 
 /** One message on the drops channel: the keys, the token, and the replica that sent it (it has done them). */
 const DropMessage = TypeCompiler.Compile(Type.Object({ from: Type.String(), keys: Type.Array(Type.String()), installationToken: Type.Boolean() }))
 
-/** node-redis's subscriber says when it is connected again; service-kit's type names only its errors. */
-type Subscriber = RedisSubscriber & { on(event: 'ready', listener: () => void): unknown }
-
 // The delivery is remembered and the replicas told in one step: either both happen or neither.
+// The channel is an argument, not a key: a channel is not a key, and Redis Cluster routes by KEYS.
 const REMEMBER_AND_ANNOUNCE = `redis.call('set', KEYS[1], '1', 'EX', ARGV[1])
 redis.call('set', KEYS[2], '1', 'EX', ARGV[1])
-return redis.call('publish', KEYS[3], ARGV[2])`
+return redis.call('publish', ARGV[2], ARGV[3])`
 
 /**
- * Deliveries across replicas (docs/design.md, "Webhook drops"). Without a shared Redis, they are
- * remembered in this process (bounded) and drop its answers. With one: each answer a delivery
- * drops is written back to Redis stale (a replica that reads it, on a memory miss, revalidates),
- * then one script remembers the delivery and publishes its drops on `<namespace>drops`, where
- * every replica makes its own copy stale. A memory hit costs nothing more: no replica asks Redis
- * about drops. A replica whose subscriber lost its connection may have missed messages, so once
- * it is back it makes every answer in its memory stale.
+ * Deliveries across replicas (docs/webhooks.md): remembered in this process without a shared
+ * Redis (`createLocalDeliveries`), in Redis and announced to every replica with one
+ * (`createSharedDeliveries`).
  */
-export function createDeliveries(options: DeliveriesOptions): Deliveries {
-  const { cache, forgetInstallationToken, shared, now, logger } = options
+export function createDeliveries(options: DeliveriesOptions & { shared: SharedCache | undefined }): Deliveries {
+  return options.shared ? createSharedDeliveries({ ...options, shared: options.shared }) : createLocalDeliveries(options)
+}
 
-  function dropHere(drops: Pick<Drops, 'keys' | 'installationToken'>): Map<string, number> {
-    const ages = new Map<string, number>()
-    for (const key of drops.keys) {
-      const age = cache.drop(key)
-      if (age !== undefined) ages.set(key, age)
-    }
-    if (drops.installationToken) forgetInstallationToken()
-    return ages
+/** Without a shared Redis: deliveries are remembered in this process (bounded) and drop its answers. */
+export function createLocalDeliveries({ cache, forgetInstallationToken }: DeliveriesOptions): Deliveries {
+  const seen = new LRUCache<string, true>({ max: LOCAL_DELIVERIES, ttl: DELIVERY_MEMORY_SECONDS * 1000 })
+  return {
+    isRepeat: async ({ id, digest }) => seen.has(`id:${id}`) || seen.has(`body:${digest}`),
+    async apply({ id, digest }, drops) {
+      seen.set(`id:${id}`, true).set(`body:${digest}`, true)
+      const dropping = Promise.all(drops.keys.map((key) => cache.dropEverywhere(key)))
+      if (drops.installationToken) forgetInstallationToken()
+      return (await dropping).filter((age) => age !== undefined)
+    },
   }
+}
 
-  if (!shared) {
-    const seen = new LRUCache<string, true>({ max: LOCAL_DELIVERIES, ttl: DELIVERY_MEMORY_SECONDS * 1000 })
-    return {
-      isRepeat: async ({ id, digest }) => seen.has(`id:${id}`) || seen.has(`body:${digest}`),
-      async apply({ id, digest }, drops) {
-        seen.set(`id:${id}`, true).set(`body:${digest}`, true)
-        return [...dropHere(drops).values()]
-      },
-    }
-  }
-
-  const { connection, namespace } = shared
-  const channel = `${namespace}drops`
+/**
+ * With a shared Redis (docs/design.md, "Webhook drops"): each answer a delivery drops is made
+ * stale here and in Redis (`ResponseCache.dropEverywhere`: a replica that reads it, on a memory
+ * miss, revalidates), then one script remembers the delivery and publishes its drops on the
+ * `drops` channel, where every other replica makes its own copy stale (`listenForDrops`). A memory
+ * hit costs nothing more: no replica asks Redis about drops.
+ */
+export function createSharedDeliveries(options: DeliveriesOptions & { shared: Pick<SharedCache, 'connection' | 'keyFor'> }): Deliveries {
+  const { cache, forgetInstallationToken, shared } = options
+  const { connection } = shared
+  const channel = shared.keyFor('drops')
   const replica = randomUUID()
-  const keysOf = ({ id, digest }: Delivery) => [`${namespace}webhook-delivery:${id}`, `${namespace}webhook-body:${digest}`]
+  const keysOf = ({ id, digest }: Delivery) => [shared.keyFor(`webhook-delivery:${id}`), shared.keyFor(`webhook-body:${digest}`)]
+  listenForDrops(connection.duplicate(), { ...options, channel, replica })
 
-  const subscriber = connection.duplicate() as Subscriber
+  return {
+    async isRepeat(delivery) {
+      const known = await connection.run('EXISTS', (client) => client.exists(keysOf(delivery)))
+      return known > 0
+    },
+    async apply(delivery, drops) {
+      // Every answer is dropped in memory before the first command to Redis is sent.
+      const dropping = Promise.all(drops.keys.map((key) => cache.dropEverywhere(key)))
+      if (drops.installationToken) forgetInstallationToken()
+      const ages = await dropping
+      const message = JSON.stringify({ from: replica, keys: drops.keys, installationToken: drops.installationToken })
+      await connection.run('EVAL', (client) =>
+        client.eval(REMEMBER_AND_ANNOUNCE, { keys: keysOf(delivery), arguments: [String(DELIVERY_MEMORY_SECONDS), channel, message] }),
+      )
+      return ages.filter((age) => age !== undefined)
+    },
+  }
+}
+
+/**
+ * Subscribes `subscriber` to `channel` and makes this process's answers stale as other replicas
+ * announce their drops. A subscriber that lost its connection may have missed messages, so once it
+ * is back every answer in memory is made stale; so is every answer on a message it cannot read.
+ */
+function listenForDrops(subscriber: RedisSubscriber, options: DeliveriesOptions & { channel: string; replica: string }): void {
+  const { cache, forgetInstallationToken, logger, channel, replica } = options
   let lost = false
   subscriber.on('error', () => (lost = true))
   subscriber.on('ready', () => {
@@ -114,51 +135,15 @@ export function createDeliveries(options: DeliveriesOptions): Deliveries {
     )
 
   function heard(text: string): void {
-    let message: unknown
-    try {
-      message = JSON.parse(text)
-    } catch {
-      message = undefined
-    }
+    const message = parseJson(text)
     if (!DropMessage.Check(message)) {
       cache.dropAll()
       logger.warn({ channel }, 'unreadable webhook drop message: every answer in memory revalidates')
       return
     }
     if (message.from === replica) return
-    dropHere(message)
+    for (const key of message.keys) cache.drop(key)
+    if (message.installationToken) forgetInstallationToken()
     logger.debug({ keys: message.keys.length, installationToken: message.installationToken }, 'webhook drops heard from another replica')
-  }
-
-  /** Writes the answer at `key` back stale, keeping its expiry; its age (ms) when it was fresh. */
-  async function dropShared(key: string): Promise<number | undefined> {
-    const at = `${namespace}answer:${key}`
-    const text = await connection.run('GET', (client) => client.get(at))
-    const answer = text === null ? undefined : storedEntries.answer.parse(text)
-    const time = now()
-    if (!answer || time > answer.freshUntil) return undefined
-    const stale = JSON.stringify({ ...answer, freshUntil: time - 1 })
-    await connection.run('SET', (client) => client.set(at, stale, { expiration: { type: 'PX', value: Math.max(1, Math.ceil(answer.keepUntil - time)) } }))
-    return time - answer.producedAt
-  }
-
-  return {
-    async isRepeat(delivery) {
-      const known = await connection.run('EXISTS', (client) => client.exists(keysOf(delivery)))
-      return known > 0
-    },
-    async apply(delivery, drops) {
-      const ages = dropHere(drops)
-      const sharedAges = await Promise.all(drops.keys.map(dropShared))
-      drops.keys.forEach((key, index) => {
-        const age = sharedAges[index]
-        if (age !== undefined) ages.set(key, age)
-      })
-      const message = JSON.stringify({ from: replica, keys: drops.keys, installationToken: drops.installationToken })
-      await connection.run('EVAL', (client) =>
-        client.eval(REMEMBER_AND_ANNOUNCE, { keys: [...keysOf(delivery), channel], arguments: [String(DELIVERY_MEMORY_SECONDS), message] }),
-      )
-      return [...ages.values()]
-    },
   }
 }

@@ -44,6 +44,12 @@ function memoryStore() {
       calls.push(`delete ${key}`)
       values.delete(key)
     },
+    read(entry, key) {
+      return store.get(entry, key)
+    },
+    write(key, value, ttlMs) {
+      return store.set(key, value, ttlMs)
+    },
   }
   return { store, calls }
 }

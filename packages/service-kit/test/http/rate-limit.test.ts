@@ -1,8 +1,8 @@
 import t, { type Test } from 'tap'
 import { createClient } from 'redis'
-import type { RateLimitRedis } from '../src/index.ts'
+import type { RateLimitRedis } from '../../src/index.ts'
 import { startPrivateRedis } from '@repo/test-support'
-import { buildService } from './helpers/service.ts'
+import { buildService } from '../helpers/service.ts'
 
 async function buildLimited(t: Test, perMinute: number, options: { redis?: RateLimitRedis; trustProxy?: string } = {}) {
   const { app } = await buildService(t, { rateLimit: { perMinute, redis: options.redis }, ...(options.trustProxy ? { trustProxy: options.trustProxy } : {}) })

@@ -1,7 +1,7 @@
 import t, { type Test } from 'tap'
 import { connect } from 'node:net'
 import { once } from 'node:events'
-import { buildService } from './helpers/service.ts'
+import { buildService } from '../helpers/service.ts'
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/
 

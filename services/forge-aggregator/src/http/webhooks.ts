@@ -5,10 +5,11 @@ import { Type } from '@sinclair/typebox'
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify'
 import { verify } from '@octokit/webhooks-methods'
 import { HttpError } from '@repo/http-errors'
-import { ErrorBody } from '../http/schemas.ts'
-import { createDeliveries } from './deliveries.ts'
-import { dropsFor, eventLabel } from './events.ts'
-import { createWebhookMetrics, type DeliveryOutcome } from './metrics.ts'
+import { ErrorBody } from './schemas.ts'
+import { parseJson } from '../parse-json.ts'
+import { createDeliveries } from '../webhooks/deliveries.ts'
+import { dropsFor, eventLabel } from '../webhooks/events.ts'
+import { createWebhookMetrics, type DeliveryOutcome } from '../webhooks/metrics.ts'
 
 /**
  * The largest body read. The events used are a few KB; only a push of hundreds of commits (its
@@ -26,7 +27,6 @@ export interface WebhookPluginOptions {
   secret: string
   /** `FORGE_APP_INSTALLATION_ID`: the installation whose deletion drops the token. */
   installationId: string | undefined
-  now: () => number
 }
 
 /** What the body parser gives the route: the raw bytes, or the mark of a body over the bound. */
@@ -41,23 +41,22 @@ const TOO_LARGE = Symbol('too large')
  * changing nothing. A signed delivery is exempt from the per-client rate limit; any other request
  * counts against it.
  */
-export const webhookRoutes: FastifyPluginAsync<WebhookPluginOptions> = async (app, { secret, installationId, now }) => {
+export const webhookRoutes: FastifyPluginAsync<WebhookPluginOptions> = async (app, { secret, installationId }) => {
   const metrics = createWebhookMetrics(app.metrics)
-  const shared = app.sharedCache ? { connection: app.sharedCache.connection, namespace: app.sharedCache.namespace } : undefined
   const deliveries = createDeliveries({
     cache: app.answerCache,
     forgetInstallationToken: () => app.forge.client.forgetInstallationToken(),
-    shared,
-    now,
+    shared: app.sharedCache,
     logger: app.log,
   })
-  const verified = new WeakSet<FastifyRequest>()
+  /** The bytes of each request whose signature holds. */
+  const verified = new WeakMap<FastifyRequest, Buffer>()
 
   // Every content type, JSON or not, reaches the route as bytes: the signature is over the bytes.
   app.removeAllContentTypeParsers()
-  app.addContentTypeParser('*', (request, payload, done) => void readBounded(request.raw, payload).then((body) => done(null, body)))
+  app.addContentTypeParser('*', (request, payload, done) => void readBounded(request.raw, payload).then((body) => done(null, body), done))
 
-  app.post(
+  app.post<{ Body: RawBody | undefined }>(
     '/api/forge/webhooks',
     {
       schema: {
@@ -71,7 +70,8 @@ export const webhookRoutes: FastifyPluginAsync<WebhookPluginOptions> = async (ap
       },
       // Before the rate limit's own hook (it runs where the route says, after this one): it needs the verdict.
       preHandler: async (request) => {
-        if (await isSigned(request.body as RawBody | undefined, request.headers['x-hub-signature-256'])) verified.add(request)
+        const { body } = request
+        if (body instanceof Buffer && (await isSigned(body, request.headers['x-hub-signature-256']))) verified.set(request, body)
       },
       config: { rateLimit: { hook: 'preHandler', allowList: (request: FastifyRequest) => verified.has(request) } },
     },
@@ -85,12 +85,12 @@ export const webhookRoutes: FastifyPluginAsync<WebhookPluginOptions> = async (ap
         request.log.info({ webhook: { event: label, delivery: id !== undefined && DELIVERY_ID.test(id) ? id : undefined, owner, outcome } }, 'webhook delivery')
         return { outcome }
       }
-      if (!verified.has(request)) {
+      const body = verified.get(request)
+      if (body === undefined) {
         done('bad_signature')
         throw new HttpError(401, { error: 'Webhook signature missing or invalid' })
       }
-      const body = request.body as Buffer
-      const payload = parseJson(body)
+      const payload = parseJson(body.toString('utf8'))
       if (payload === undefined || event === undefined || id === undefined || !DELIVERY_ID.test(id)) {
         done('malformed')
         throw new HttpError(401, { error: 'Webhook delivery is not JSON with its event and delivery id' })
@@ -110,9 +110,9 @@ export const webhookRoutes: FastifyPluginAsync<WebhookPluginOptions> = async (ap
     },
   )
 
-  async function isSigned(body: RawBody | undefined, signature: string | string[] | undefined): Promise<boolean> {
+  async function isSigned(body: Buffer, signature: string | string[] | undefined): Promise<boolean> {
     // Bytes that are not UTF-8 would be verified as the text they decode to, not as sent.
-    if (!(body instanceof Buffer) || body.length === 0 || !isUtf8(body) || typeof signature !== 'string' || signature === '') return false
+    if (body.length === 0 || !isUtf8(body) || typeof signature !== 'string' || signature === '') return false
     return verify(secret, body.toString('utf8'), signature)
   }
 }
@@ -122,20 +122,14 @@ function header(request: FastifyRequest, name: string): string | undefined {
   return typeof value === 'string' ? value : undefined
 }
 
-function parseJson(body: Buffer): unknown {
-  try {
-    return JSON.parse(body.toString('utf8')) as unknown
-  } catch {
-    return undefined
-  }
-}
-
 /**
  * The body's bytes, or `TOO_LARGE` as soon as it is known to exceed the bound (its
- * `Content-Length`, or what arrived): the rest is let through unread, and not kept.
+ * `Content-Length`, or what arrived): the rest is let through unread, and not kept. Rejects when
+ * the stream fails (the client went away). Not `parseAs: 'buffer'`: Fastify would answer 413 past
+ * its `bodyLimit`, where a body over the bound must be refused as unsigned, with the rest unread.
  */
 function readBounded(raw: IncomingMessage, payload: NodeJS.ReadableStream): Promise<RawBody> {
-  return new Promise((resolve) => {
+  return new Promise((resolve, reject) => {
     if (Number(raw.headers['content-length']) > WEBHOOK_BODY_LIMIT) {
       payload.resume()
       return resolve(TOO_LARGE)
@@ -151,5 +145,6 @@ function readBounded(raw: IncomingMessage, payload: NodeJS.ReadableStream): Prom
     }
     payload.on('data', onData)
     payload.once('end', () => resolve(Buffer.concat(chunks)))
+    payload.once('error', reject)
   })
 }

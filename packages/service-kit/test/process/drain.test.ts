@@ -2,7 +2,7 @@ import t from 'tap'
 import { setTimeout as sleep } from 'node:timers/promises'
 import Fastify from 'fastify'
 import { Agent, request } from 'undici'
-import { drain } from '../src/process/drain.ts'
+import { drain } from '../../src/process/drain.ts'
 
 const errorBody = (message: string) => ({ detail: message })
 

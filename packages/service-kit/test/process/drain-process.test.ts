@@ -4,7 +4,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { Agent, request } from 'undici'
 import { eventually, LISTENING, runServiceSource, waitForStatus } from '@repo/test-support'
 
-const PACKAGE_ROOT = fileURLToPath(new URL('..', import.meta.url))
+const PACKAGE_ROOT = fileURLToPath(new URL('../..', import.meta.url))
 const DELAY_SECONDS = 2
 const CLIENTS = 6
 /** How long runService lets the app close once the delay is over, before it exits 1. */

@@ -2,7 +2,7 @@ import t, { type Test } from 'tap'
 import { Registry } from 'prom-client'
 import { createClient, defineScript } from 'redis'
 import { createPrivateRedis, eventually, startPrivateRedis, type PrivateRedis, captureLogs } from '@repo/test-support'
-import { createLogger, createRedisConnection, RedisUnavailableError, type CommandOutcome, type RedisTarget } from '../src/index.ts'
+import { createLogger, createRedisConnection, RedisUnavailableError, type CommandOutcome, type RedisTarget } from '../../src/index.ts'
 
 const DEADLINE_MS = 200
 

@@ -1,5 +1,5 @@
 import t from 'tap'
-import { withDeadline } from '../src/redis/deadline.ts'
+import { withDeadline } from '../../src/redis/deadline.ts'
 
 const active = (kind: string) => process.getActiveResourcesInfo().filter((resource) => resource === kind).length
 const timers = () => active('Timeout')

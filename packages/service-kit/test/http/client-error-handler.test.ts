@@ -1,7 +1,7 @@
 import t from 'tap'
 import type { Socket } from 'node:net'
 import type { FastifyInstance } from 'fastify'
-import { clientErrorHandler } from '../src/http/client-errors.ts'
+import { clientErrorHandler } from '../../src/http/client-errors.ts'
 
 /** A socket that records what is written to it and whether it was destroyed. */
 function fakeSocket(state: { destroyed?: boolean; writable?: boolean }) {

@@ -1,7 +1,7 @@
 import t from 'tap'
-import { createLogger } from '../src/index.ts'
+import { createLogger } from '../../src/index.ts'
 import { captureLogs } from '@repo/test-support'
-import { buildService } from './helpers/service.ts'
+import { buildService } from '../helpers/service.ts'
 
 const SECRET_HEADERS = { authorization: 'Bearer s3cret-1', cookie: 's3cret-2', 'proxy-authorization': 's3cret-3' }
 

@@ -3,8 +3,8 @@ import Fastify, { type FastifyReply, type FastifyRequest } from 'fastify'
 import { pino } from 'pino'
 import { captureLogs } from '@repo/test-support'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { AccessLog } from '../src/index.ts'
-import { buildService } from './helpers/service.ts'
+import { AccessLog } from '../../src/index.ts'
+import { buildService } from '../helpers/service.ts'
 
 /** A request's logger as Fastify makes it: a child with its `reqId`. */
 function requestLogger() {

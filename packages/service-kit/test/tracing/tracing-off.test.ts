@@ -11,8 +11,8 @@ registerHooks({
   },
 })
 const { trace } = await import('@opentelemetry/api')
-const { isTracingRequested, startTracing } = await import('../src/tracing/tracing.ts')
-const { buildService } = await import('./helpers/service.ts')
+const { isTracingRequested, startTracing } = await import('../../src/tracing/tracing.ts')
+const { buildService } = await import('../helpers/service.ts')
 
 /** OpenTelemetry's SDK and instrumentations; its API (a no-op without them) may load. */
 const SDK_MODULE = /\/node_modules\/(@opentelemetry\/(?!api\/)|@fastify\/otel\/)/

@@ -1,5 +1,5 @@
 import t from 'tap'
-import { buildService } from './helpers/service.ts'
+import { buildService } from '../helpers/service.ts'
 
 const post = (payload: string | Buffer, contentType = 'application/json') => ({
   method: 'POST' as const,

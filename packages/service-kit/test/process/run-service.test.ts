@@ -4,9 +4,9 @@ import { request, Agent } from 'undici'
 import { Type } from '@sinclair/typebox'
 import { serverSettings } from '@repo/config'
 import { LISTENING, runServiceSource, waitForStatus } from '@repo/test-support'
-import { runService } from '../src/index.ts'
+import { runService } from '../../src/index.ts'
 
-const PACKAGE_ROOT = fileURLToPath(new URL('..', import.meta.url))
+const PACKAGE_ROOT = fileURLToPath(new URL('../..', import.meta.url))
 
 function startFixture(env: Record<string, string>) {
   return runServiceSource(PACKAGE_ROOT, { HOST: '127.0.0.1', ...env }, 'test/fixtures/slow-service.ts')

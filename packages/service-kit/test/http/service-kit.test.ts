@@ -1,8 +1,8 @@
 import t from 'tap'
 import fp from 'fastify-plugin'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { securityHeadersOnce } from '../src/http/security-headers.ts'
-import { buildService } from './helpers/service.ts'
+import { securityHeadersOnce } from '../../src/http/security-headers.ts'
+import { buildService } from '../helpers/service.ts'
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/
 

@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url'
 import { request } from 'undici'
 import { LISTENING, runServiceSource, startOtlpReceiver } from '@repo/test-support'
 
-const PACKAGE_ROOT = fileURLToPath(new URL('..', import.meta.url))
+const PACKAGE_ROOT = fileURLToPath(new URL('../..', import.meta.url))
 
 /** The fixture service sending its spans to a receiver of the test's, over OTLP/HTTP; both stopped at the end. */
 async function startTraced(t: Test, env: Record<string, string> = {}) {

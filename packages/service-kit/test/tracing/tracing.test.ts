@@ -1,13 +1,13 @@
 import t from 'tap'
 import { SpanKind, trace } from '@opentelemetry/api'
 import { InMemorySpanExporter } from '@opentelemetry/sdk-trace'
-import { activeTracing, startTracing } from '../src/tracing/tracing.ts'
+import { activeTracing, startTracing } from '../../src/tracing/tracing.ts'
 import { eventually, startPrivateRedis } from '@repo/test-support'
 
 // Started before the Redis client loads (the helper loads it): it is instrumented as it loads.
 const exporter = new InMemorySpanExporter()
 const tracing = (await startTracing({ serviceName: 'kit', env: {}, exporter }))!
-const { buildService } = await import('./helpers/service.ts')
+const { buildService } = await import('../helpers/service.ts')
 const { createClient } = await import('redis')
 t.teardown(() => tracing.shutdown())
 t.beforeEach(() => exporter.reset())

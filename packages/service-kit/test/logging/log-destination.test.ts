@@ -2,7 +2,7 @@ import { fileURLToPath } from 'node:url'
 import t from 'tap'
 import { runServiceSource } from '@repo/test-support'
 
-const PACKAGE_ROOT = fileURLToPath(new URL('..', import.meta.url))
+const PACKAGE_ROOT = fileURLToPath(new URL('../..', import.meta.url))
 
 function writeLines(lines: number, then: 'exit' | 'throw' | 'stay') {
   return runServiceSource(PACKAGE_ROOT, { LINES: String(lines), THEN: then }, 'test/fixtures/log-lines.ts')

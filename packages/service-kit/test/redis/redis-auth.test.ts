@@ -3,8 +3,8 @@ import { copyFile } from 'node:fs/promises'
 import { createClient } from 'redis'
 import { ConfigError } from '@repo/config'
 import { createTestCertificates, eventually, startPrivateRedis, captureLogs } from '@repo/test-support'
-import { createLogger, createRedisConnection, type RedisTarget } from '../src/index.ts'
-import { clientOptions } from '../src/redis/location.ts'
+import { createLogger, createRedisConnection, type RedisTarget } from '../../src/index.ts'
+import { clientOptions } from '../../src/redis/location.ts'
 
 /** The problems of the `ConfigError` that `make` throws. */
 function configProblems(make: () => unknown): readonly string[] {

@@ -1,7 +1,7 @@
 import t, { type Test } from 'tap'
 import { createClient, defineScript, type CommandParser } from 'redis'
 import { createPrivateSentinel, eventually, startPrivateRedis, startPrivateSentinelGroup, captureLogs } from '@repo/test-support'
-import { createLogger, createRedisConnection, type CommandOutcome, type RedisSentinelClient } from '../src/index.ts'
+import { createLogger, createRedisConnection, type CommandOutcome, type RedisSentinelClient } from '../../src/index.ts'
 
 // A Sentinel client gives up connecting after 16 rediscoveries a second apart.
 t.setTimeout(90_000)
