@@ -30,9 +30,12 @@ function mapStoreFailure(error: unknown): HttpError | undefined {
 }
 
 /**
- * The whole items-list service from its validated configuration, in the order a request meets
- * it: the server, the shared set-up (request id, headers, CORS, rate limit, errors), the routes,
- * the item store they call (its Redis connection opened here and closed when the app closes).
+ * The whole items-list service from its validated configuration. It registers, in this order:
+ * `itemStore` (the Redis connection, direct or through `REDIS_SENTINELS`, the
+ * store and its metrics, the background move of an earlier list into chunks), `serviceKit` (the
+ * server span when tracing runs, request ids, security headers, the Host check, CORS, the rate
+ * limit counting in the store's Redis, the error shape, JSON bodies, OpenAPI, `/metrics`, the
+ * drain), then the routes: root, health, items. The store's connection is closed with the app.
  * Production (`server.ts`) and the tests build it with this one function. Never listens.
  */
 export async function buildApp(config: ItemsListConfig, { logger }: { logger: FastifyBaseLogger }): Promise<FastifyInstance> {

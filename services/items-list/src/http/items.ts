@@ -51,6 +51,7 @@ export const itemRoutes: FastifyPluginAsyncTypebox<{ maxCount: number }> = async
       },
       // The server's validator coerces nothing (a body's 1 must not pass for the name "1"); a
       // query string is all text, and `limit` is the integer its digits spell.
+      // A hook, not a per-part compiler: Ajv's coerceTypes would pass "1e3", " 5" or "0x10", and a wrapping compiler needs @fastify/ajv-compiler.
       preValidation(request, _reply, done) {
         const query = request.query as Record<string, unknown>
         if (typeof query.limit === 'string' && /^\d{1,15}$/.test(query.limit)) query.limit = Number(query.limit)

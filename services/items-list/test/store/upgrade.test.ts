@@ -1,7 +1,7 @@
 import t from 'tap'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { startPrivateRedis } from '@repo/test-support'
-import { buildService, clearList, connectInspector, nameAt, storedList, untilMigrated, writeEarlierList, type Inspector } from './helpers/service.ts'
+import { buildService, clearList, connectInspector, nameAt, storedList, untilMigrated, writeEarlierList, type Inspector } from '../helpers/service.ts'
 
 // The upgrade from a version that kept the list as one Redis list at ITEMS_KEY (RPUSH, LRANGE,
 // LREM): the service moves it into chunks by itself, online, and serves it all the while.

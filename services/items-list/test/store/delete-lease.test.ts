@@ -4,8 +4,8 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { fileURLToPath } from 'node:url'
 import { createClient } from 'redis'
 import { LISTENING, eventually, runServiceSource } from '@repo/test-support'
-import { ITEM_STORE_SCRIPTS, listKeys } from '../src/store/layout.ts'
-import { buildService, nameAt, writeEarlierList } from './helpers/service.ts'
+import { ITEM_STORE_SCRIPTS, listKeys } from '../../src/store/layout.ts'
+import { buildService, nameAt, writeEarlierList } from '../helpers/service.ts'
 
 // A delete of a long list takes many steps and holds a lock (a lease) on the name between them. A
 // replica paused past the lease (a long GC, a frozen container) must not report, on waking, a
@@ -81,7 +81,7 @@ t.test('a replica frozen (SIGSTOP) mid-delete past its lock: of its DELETE and a
   await writeEarlierList(inspector, 'items', MILLION)
   await app.itemStore.migrate()
   await app.itemStore.append('doomed')
-  const frozen = runServiceSource(fileURLToPath(new URL('..', import.meta.url)), {
+  const frozen = runServiceSource(fileURLToPath(new URL('../..', import.meta.url)), {
     HOST: '127.0.0.1',
     PORT: '0',
     REDIS_HOST: '127.0.0.1',

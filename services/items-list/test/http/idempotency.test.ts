@@ -1,5 +1,5 @@
 import t from 'tap'
-import { buildService, ITEMS_KEY } from './helpers/service.ts'
+import { buildService, ITEMS_KEY } from '../helpers/service.ts'
 
 const ADDED = { message: 'Item added successfully' }
 

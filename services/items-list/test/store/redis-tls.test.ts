@@ -1,7 +1,7 @@
 import t from 'tap'
 import { fileURLToPath } from 'node:url'
 import { createTestCertificates, runServiceSource, startPrivateRedis } from '@repo/test-support'
-import { buildService } from './helpers/service.ts'
+import { buildService } from '../helpers/service.ts'
 
 const certificates = await createTestCertificates()
 t.teardown(() => certificates.dispose())
@@ -26,7 +26,7 @@ t.test('rediss:// without REDIS_CA_FILE: a certificate no trusted CA signed is r
 })
 
 t.test('an unreadable REDIS_CA_FILE stops the process with exit code 1, naming the variable', async (t) => {
-  const server = runServiceSource(fileURLToPath(new URL('..', import.meta.url)), { REDIS_URL: url, REDIS_CA_FILE: '/nonexistent/ca.pem', REDIS_PASSWORD: 'hunter2' })
+  const server = runServiceSource(fileURLToPath(new URL('../..', import.meta.url)), { REDIS_URL: url, REDIS_CA_FILE: '/nonexistent/ca.pem', REDIS_PASSWORD: 'hunter2' })
   t.equal(await server.exited, 1)
   t.match(server.output(), /REDIS_CA_FILE cannot be read \(ENOENT\)/)
   t.notMatch(server.output(), 'hunter2')

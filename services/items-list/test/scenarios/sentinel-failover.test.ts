@@ -1,7 +1,7 @@
 import t from 'tap'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { eventually, startPrivateSentinelGroup } from '@repo/test-support'
-import { buildService, connectInspector, type Inspector } from './helpers/service.ts'
+import { buildService, connectInspector, type Inspector } from '../helpers/service.ts'
 
 // Sentinels need a second of silence to call the primary down, then an election and a promotion.
 t.setTimeout(120_000)

@@ -1,5 +1,5 @@
 import t from 'tap'
-import { buildService } from './helpers/service.ts'
+import { buildService } from '../helpers/service.ts'
 
 const { app, inspector, redis, storedItems, untilReady } = await buildService(t, { env: { ITEMS_MAX_COUNT: '3' } })
 const FULL = { detail: 'The list is full: it holds 3 names, the most it may' }

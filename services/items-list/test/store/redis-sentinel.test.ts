@@ -3,9 +3,9 @@ import { createClient } from 'redis'
 import { ConfigError, loadConfig } from '@repo/config'
 import { createLogger } from '@repo/service-kit'
 import { renderServiceUsersAcl, startPrivateSentinelGroup, TEST_REDIS_USERS } from '@repo/test-support'
-import { buildApp } from '../src/app.ts'
-import { ItemsListConfig } from '../src/config.ts'
-import { buildService, storedList } from './helpers/service.ts'
+import { buildApp } from '../../src/app.ts'
+import { ItemsListConfig } from '../../src/config.ts'
+import { buildService, storedList } from '../helpers/service.ts'
 
 // Not mymaster, REDIS_SENTINEL_NAME's default: a service that ignored the setting would find nothing.
 const NAME = 'items-primary'

@@ -1,8 +1,8 @@
 import t from 'tap'
 import { createClient } from 'redis'
 import { startPrivateRedis } from '@repo/test-support'
-import { appendArguments, CHUNK_NAMES, ITEM_STORE_SCRIPTS, listKeys } from '../src/store/layout.ts'
-import { buildService } from './helpers/service.ts'
+import { appendArguments, CHUNK_NAMES, ITEM_STORE_SCRIPTS, listKeys } from '../../src/store/layout.ts'
+import { buildService } from '../helpers/service.ts'
 
 // The append scripts as the store sends them: without a list id in the common case, so that an
 // append builds nothing per call; a script that would have to make the layout answers 'nolayout'

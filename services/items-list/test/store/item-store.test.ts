@@ -5,9 +5,9 @@ import { createClient } from 'redis'
 import { loadConfig } from '@repo/config'
 import { RedisUnavailableError } from '@repo/service-kit'
 import { startPrivateRedis } from '@repo/test-support'
-import { ItemsListConfig } from '../src/config.ts'
-import { itemStore } from '../src/store/plugin.ts'
-import { buildService, connectInspector, storedList } from './helpers/service.ts'
+import { ItemsListConfig } from '../../src/config.ts'
+import { itemStore } from '../../src/store/plugin.ts'
+import { buildService, connectInspector, storedList } from '../helpers/service.ts'
 
 // The store as the app's item-store plugin opens it from the configuration (`app.itemStore`):
 // what the routes call, with the connection production gives it.

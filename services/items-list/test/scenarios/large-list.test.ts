@@ -3,7 +3,7 @@ import { createHash } from 'node:crypto'
 import { request } from 'node:http'
 import { once } from 'node:events'
 import type { AddressInfo } from 'node:net'
-import { buildService, nameAt, writeEarlierList } from './helpers/service.ts'
+import { buildService, nameAt, writeEarlierList } from '../helpers/service.ts'
 
 // A list far longer than one Redis command may read: a million names of 16 bytes (19 MB), more
 // than one `LRANGE 0 -1` answers within the 500 ms deadline (a single read of it answered 503).

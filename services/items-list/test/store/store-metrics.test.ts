@@ -1,7 +1,7 @@
 import t from 'tap'
 import { createPrivateRedis } from '@repo/test-support'
-import { STORE_COMMANDS } from '../src/store/metrics.ts'
-import { buildService } from './helpers/service.ts'
+import { STORE_COMMANDS } from '../../src/store/metrics.ts'
+import { buildService } from '../helpers/service.ts'
 
 const DURATION = 'items_store_command_duration_seconds'
 

@@ -1,7 +1,7 @@
 import t, { type Test } from 'tap'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { eventually, startPrivateRedis, type PrivateRedis } from '@repo/test-support'
-import { buildService, connectInspector, type Inspector, storedList } from './helpers/service.ts'
+import { buildService, connectInspector, type Inspector, storedList } from '../helpers/service.ts'
 
 const UNAVAILABLE = { detail: 'Item store unavailable' }
 /** The connection's default deadline: a 503 for want of replicas must come before it. */

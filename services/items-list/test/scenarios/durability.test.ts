@@ -1,7 +1,7 @@
 import t, { type Test } from 'tap'
 import { createClient } from 'redis'
 import { composeRedisFlags, eventually, startRedisWithServiceUsers, TEST_REDIS_ADMIN, TEST_REDIS_USERS, type PrivateRedis } from '@repo/test-support'
-import { buildService } from './helpers/service.ts'
+import { buildService } from '../helpers/service.ts'
 
 // Every append answered 201 is still in the list, once, after the durable Redis restarts, as
 // compose and the Kubernetes base run it: the ACL file as render-acl.sh renders it, loaded with

@@ -1,7 +1,7 @@
 import t from 'tap'
 import type { InjectOptions } from 'fastify'
 import { exchangeRaw } from '@repo/test-support'
-import { buildService } from './helpers/service.ts'
+import { buildService } from '../helpers/service.ts'
 
 const { app, storedItems, inspector } = await buildService(t)
 

@@ -1,7 +1,7 @@
 import t, { type Test } from 'tap'
 import { createClient } from 'redis'
 import { answerWithoutLogin, startPrivateRedis, startRedisWithServiceUsers, TEST_REDIS_ADMIN, TEST_REDIS_USERS } from '@repo/test-support'
-import { buildService, storedList, clearList } from './helpers/service.ts'
+import { buildService, storedList, clearList } from '../helpers/service.ts'
 
 // Redis as compose and the Kubernetes base run it: the users of deploy/redis/users.acl.template.
 const redis = await startRedisWithServiceUsers()

@@ -1,6 +1,6 @@
 import t from 'tap'
 import type { LightMyRequestResponse } from 'fastify'
-import { buildService, clearList, nameAt } from './helpers/service.ts'
+import { buildService, clearList, nameAt } from '../helpers/service.ts'
 
 const { app, inspector, storedItems } = await buildService(t)
 

@@ -4,14 +4,14 @@ import { once } from 'node:events'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { fileURLToPath } from 'node:url'
 import { startPrivateRedis } from '@repo/test-support'
-import { buildService, connectInspector, nameAt } from './helpers/service.ts'
+import { buildService, connectInspector, nameAt } from '../helpers/service.ts'
 
 // The list is many keys: an index at ITEMS_KEY, a header, chunks. When the header and the index
 // disagree (the index deleted by hand as the one-list layout was emptied, two lists to move in),
 // whatever the store wrote could land where no read looks: it refuses every append, read and
 // delete (503, a log line, a metric) and /ready says why, until the list is reset.
 
-const SERVICE_ROOT = fileURLToPath(new URL('..', import.meta.url))
+const SERVICE_ROOT = fileURLToPath(new URL('../..', import.meta.url))
 const { app, inspector, logs, redis, storedItems } = await buildService(t)
 
 /** Every list route's status, and /ready's answer. */

@@ -1,5 +1,5 @@
 import t from 'tap'
-import { buildService } from './helpers/service.ts'
+import { buildService } from '../helpers/service.ts'
 
 const { app } = await buildService(t)
 

@@ -3,7 +3,7 @@ import type { FastifyInstance } from 'fastify'
 import { performance } from 'node:perf_hooks'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { createPrivateRedis, eventually } from '@repo/test-support'
-import { buildService } from './helpers/service.ts'
+import { buildService } from '../helpers/service.ts'
 
 const FAIL_FAST_MS = 1_000
 const STORE_UNAVAILABLE = { detail: 'Item store unavailable' }

@@ -1,7 +1,7 @@
 import t, { type Test } from 'tap'
 import fc from 'fast-check'
 import type { LightMyRequestResponse } from 'fastify'
-import { buildService, clearList, nameAt } from './helpers/service.ts'
+import { buildService, clearList, nameAt } from '../helpers/service.ts'
 
 // A read of the list, whole or page by page, while other clients append and delete: every name
 // that is in the list for the whole read comes exactly once, in list order. A read by offsets into
