@@ -124,9 +124,10 @@ function header(request: FastifyRequest, name: string): string | undefined {
 
 /**
  * The body's bytes, or `TOO_LARGE` as soon as it is known to exceed the bound (its
- * `Content-Length`, or what arrived): the rest is let through unread, and not kept. Rejects when
- * the stream fails (the client went away). Not `parseAs: 'buffer'`: Fastify would answer 413 past
- * its `bodyLimit`, where a body over the bound must be refused as unsigned, with the rest unread.
+ * `Content-Length`, or what arrived): the rest is let through unread, and not kept. Rejects, as a
+ * client error, when the stream fails (the client went away). Not `parseAs: 'buffer'`: Fastify
+ * would answer 413 past its `bodyLimit`, where a body over the bound must be refused as unsigned,
+ * with the rest unread.
  */
 function readBounded(raw: IncomingMessage, payload: NodeJS.ReadableStream): Promise<RawBody> {
   return new Promise((resolve, reject) => {
@@ -145,6 +146,7 @@ function readBounded(raw: IncomingMessage, payload: NodeJS.ReadableStream): Prom
     }
     payload.on('data', onData)
     payload.once('end', () => resolve(Buffer.concat(chunks)))
-    payload.once('error', reject)
+    // A stream that fails (the client went away mid-body) is the client's doing: 400, as Fastify's own parsers make it.
+    payload.once('error', (error: Error) => reject(Object.assign(error, { statusCode: 400 })))
   })
 }

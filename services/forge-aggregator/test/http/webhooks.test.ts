@@ -1,4 +1,7 @@
 import t, { type Test } from 'tap'
+import { spawn } from 'node:child_process'
+import { randomUUID } from 'node:crypto'
+import { once } from 'node:events'
 import { Readable } from 'node:stream'
 import { sign } from '@octokit/webhooks-methods'
 import { buildAggregator, metricValue, testClock, type TestAggregator, type TestEnv } from '../helpers/build.ts'
@@ -134,6 +137,41 @@ t.test('a body of exactly 1 MiB is read, with its Content-Length or without; one
   t.equal((await github.deliver(aggregator.app, 'star', undefined, overBound)).statusCode, 401, 'one byte more, its Content-Length given')
   t.equal((await github.deliver(aggregator.app, 'star', undefined, { ...overBound, body: split(overBound.body) })).statusCode, 401, 'one byte more as it arrives')
   t.equal(await aggregator.metric('forge_webhook_deliveries_total', { event: 'star', outcome: 'bad_signature' }), 2)
+})
+
+t.test('a client that goes away mid-body is a rejected request (info, not an error), and changes nothing', async (t) => {
+  const { aggregator, upstream } = await webhookAggregator(t)
+  const before = await heldThenChanged(t, aggregator, upstream, 'mona')
+  await aggregator.app.listen({ host: '127.0.0.1', port: 0 })
+  const { port } = aggregator.app.server.address() as { port: number }
+  const body = JSON.stringify(payloads.star('mona', 'repo-000'))
+  const head = [
+    `POST ${WEBHOOK_PATH} HTTP/1.1`,
+    'Host: x',
+    'Content-Type: application/json',
+    `Content-Length: ${Buffer.byteLength(body)}`,
+    'X-GitHub-Event: star',
+    `X-GitHub-Delivery: ${randomUUID()}`,
+    `X-Hub-Signature-256: ${await sign(WEBHOOK_SECRET, body)}`,
+  ].join('\r\n')
+  // From another process: nock, loaded here, holds an outgoing socket until its request is whole.
+  // The client sends the headers and part of the signed body, then closes its socket.
+  const client = `const socket = require('node:net').connect(${port}, '127.0.0.1', () => socket.write(process.argv[1], () => setTimeout(() => socket.destroy(), 200)))`
+  const child = spawn(process.execPath, ['-e', client, `${head}\r\n\r\n${body.slice(0, 20)}`], { stdio: 'ignore' })
+  t.equal((await once(child, 'exit'))[0], 0)
+
+  // The body's stream fails: the reader rejects, and the request ends as Fastify's own body parsers end it.
+  const rejected = await aggregator.logs.waitFor((line) => line.msg === 'request rejected' && line.reason === 'aborted')
+  const incoming = aggregator.logs.lines.find((line) => line.msg === 'incoming request' && (line.req as { url?: string }).url === WEBHOOK_PATH)
+  t.equal(rejected.reqId, incoming?.reqId, 'the line is the delivery’s')
+  t.notOk(aggregator.logs.lines.some((line) => line.level >= 50), 'nothing logged as an error')
+  t.notOk(aggregator.logs.lines.some((line) => line.msg === 'webhook delivery'), 'no delivery was handled')
+  for (const outcome of ['applied', 'repeat', 'ignored', 'bad_signature', 'malformed', 'failed']) {
+    t.equal(await aggregator.metric('forge_webhook_deliveries_total', { event: 'star', outcome }), 0, `nothing counted as ${outcome}`)
+  }
+  const after = await users(aggregator, 'mona')
+  t.match(after.cacheStatus, /; hit;/, 'nothing was dropped, and the service still answers')
+  t.equal(after.totalStars, before)
 })
 
 t.test('a signed body that is not JSON, or lacks its event or delivery id, is 401 and changes nothing', async (t) => {

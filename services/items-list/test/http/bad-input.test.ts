@@ -16,7 +16,7 @@ interface BadInput {
   detail: string | RegExp
 }
 
-// Every invalid body: the status docs/design.md, *items-list's store*, gives, a JSON `detail`, never a 500.
+// Every invalid body: the status the README's items-list API gives, a JSON `detail`, never a 500.
 const badBodies: BadInput[] = [
   { rule: 'no body at all', request: {}, status: 422, detail: 'body must be object' },
   { rule: 'an empty JSON body', request: { headers: JSON_HEADERS, payload: '' }, status: 422, detail: 'body must be object' },
