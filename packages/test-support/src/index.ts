@@ -15,6 +15,6 @@ export { createTestCertificates, type TestCertificates } from './certificates.ts
 export { rootStartEnv } from './turbo.ts'
 export { compareInSlices, loadFor, reportComparison, type BenchServer, type SideFigures, type SliceLoad } from './bench.ts'
 export { exchangeRaw, type RawAnswer } from './raw-http.ts'
-export { captureLogs, type CapturedLogs, type LogLine } from './logs.ts'
+export { captureLogs, redisOutages, repeatsAnOutage, type CapturedLogs, type LogLine } from './logs.ts'
 export { startOtlpReceiver, type OtlpReceiver, type OtlpSpan } from './otlp-receiver.ts'
 export { configurationDocProblems, readConfigurationDoc } from './configuration-doc.ts'

@@ -32,3 +32,29 @@ export function captureLogs(): CapturedLogs {
     waitFor: (matches, timeoutMs = 5_000) => waitForFound(waiting, () => lines.find(matches), timeoutMs, () => `no such log line within ${timeoutMs} ms`),
   }
 }
+
+const OUTAGE = 'Redis unavailable; reconnecting in the background'
+const RECOVERY = 'Redis connection ready'
+
+/**
+ * Each Redis connection's outage and recovery lines (service-kit's), by its `purpose`, in the
+ * order written: `down` for an outage, `up` for its end. A connection that logs each outage once
+ * never has two `down`s in a row, however many commands failed; a failover on a busy machine may
+ * still be two outages (a deadline missed just after the reconnection), each logged once.
+ */
+export function redisOutages(lines: LogLine[]): Map<string, Array<'down' | 'up'>> {
+  const outages = new Map<string, Array<'down' | 'up'>>()
+  for (const line of lines) {
+    if (line.msg !== OUTAGE && line.msg !== RECOVERY) continue
+    const purpose = String(line.purpose)
+    const events = outages.get(purpose) ?? []
+    events.push(line.msg === OUTAGE ? 'down' : 'up')
+    outages.set(purpose, events)
+  }
+  return outages
+}
+
+/** Whether some outage was logged twice without its end between: a line per failure, not per outage. */
+export function repeatsAnOutage(events: Array<'down' | 'up'>): boolean {
+  return events.some((event, index) => event === 'down' && events[index - 1] === 'down')
+}
