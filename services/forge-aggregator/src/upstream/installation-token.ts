@@ -51,6 +51,8 @@ export interface InstallationTokens {
   account(): Promise<InstallationAccount | undefined>
   /** Every credential this process holds now, for redaction. */
   secrets(): string[]
+  /** Whether a token is held now (`forge_app_installation_tokens_held`). */
+  held(): boolean
 }
 
 /** A GitHub App JWT (RS256) for `appId`, issued at `nowMs` on the service's clock. */
@@ -130,5 +132,6 @@ export function createInstallationTokens({ app, now, send, logger }: Installatio
       return account
     },
     secrets: () => [held?.token ?? '', previous, lastJwt].filter((secret) => secret !== ''),
+    held: () => held !== undefined,
   }
 }
