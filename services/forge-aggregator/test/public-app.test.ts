@@ -56,6 +56,10 @@ t.test('each installed account is charged to its own installation only, the unin
   const callsBefore = upstream.calls.length
   t.equal((await app.inject({ url: '/api/forge/repos?user_name=alice' })).statusCode, 200)
   t.same(new Set(upstream.calls.slice(callsBefore).map((call) => call.credential)), new Set([`installation ${DEFAULT_INSTALLATION}`]))
+  // The operator's own account, installed as the default: one credential, the default's.
+  t.equal((await app.inject({ url: usersUrl('forge-operator') })).statusCode, 200)
+  t.same(credentialsOf(upstream, 'forge-operator'), new Set([`installation ${DEFAULT_INSTALLATION}`]))
+  t.equal(await metric('forge_upstream_credential_calls_total', { credential: 'app-default', outcome: 'sent' }), 5 + 1 + 5)
 })
 
 t.test('without a default installation, an account that did not install the App is called anonymously', async (t) => {
@@ -136,6 +140,37 @@ t.test('installation_target renamed: the new login goes with the installation wi
   t.equal((await app.inject({ url: usersUrl('caroline') })).statusCode, 200)
   t.same(credentialsOf(upstream, 'caroline'), new Set([`installation ${INSTALLED.carol}`]))
   t.same(upstream.lookups, [])
+})
+
+t.test('uninstalled or suspended without a webhook: GitHub refuses the mint, and the account goes with the default from that call on', async (t) => {
+  const { app, upstream, advanceClock } = await publicApp(t)
+  t.equal((await app.inject({ url: usersUrl('alice') })).statusCode, 200)
+  t.equal((await app.inject({ url: usersUrl('bob') })).statusCode, 200)
+  upstream.installations.delete(INSTALLED.alice)
+  upstream.installations.get(INSTALLED.bob)!.suspended = true
+  // An hour on, the held tokens have expired: the next calls need new ones.
+  advanceClock(61 * MINUTE_MS)
+  for (const login of ['alice', 'bob']) {
+    const before = upstream.calls.length
+    t.equal((await app.inject({ url: usersUrl(login) })).statusCode, 200, login)
+    t.same(new Set(upstream.calls.slice(before).map((call) => call.credential)), new Set([`installation ${DEFAULT_INSTALLATION}`]), `${login}: the default`)
+  }
+  advanceClock(2 * MINUTE_MS)
+  const mints = [...upstream.minted.values()].flat().length
+  t.equal((await app.inject({ url: usersUrl('alice') })).statusCode, 200)
+  t.equal([...upstream.minted.values()].flat().length, mints, 'no mint is tried again for an installation known gone')
+  t.same(upstream.lookups, ['alice', 'bob'], 'nor a lookup')
+})
+
+t.test('a cached answer costs no upstream call, no lookup and no mint', async (t) => {
+  const { app, upstream } = await publicApp(t)
+  t.equal((await app.inject({ url: usersUrl('alice') })).statusCode, 200)
+  const calls = upstream.calls.length
+  const cached = await app.inject({ url: usersUrl('alice') })
+  t.match(cached.headers['cache-status'], /; hit/)
+  t.equal(upstream.calls.length, calls)
+  t.same(upstream.lookups, ['alice'])
+  t.equal([...upstream.minted.values()].flat().length, 1)
 })
 
 t.test('a lookup that fails is not remembered: the calls go with the default, and the next request asks again', async (t) => {

@@ -9,7 +9,7 @@ import type { SharedStore } from '../shared-cache/store.ts'
 import { storedEntries, type HeldBody } from '../shared-cache/stored.ts'
 import { resourceOfPath, type RateLimitBudget } from './budget.ts'
 import type { AppCredentials, PublicAppCredentials } from './credentials.ts'
-import { BudgetSpent, statusFailure, transportFailure, UpstreamFailure, type Redact } from './errors.ts'
+import { BudgetSpent, InstallationUnavailable, statusFailure, transportFailure, UpstreamFailure, type Redact } from './errors.ts'
 import { createInstallationTokens, type AppRequest, type InstallationAccount, type InstallationTokens } from './installation-token.ts'
 import { createAccountInstallations, createInstallationPool, type AccountChange, type AccountInstallations, type InstallationPool } from './installations.ts'
 import { upstreamInterceptors } from './interceptors.ts'
@@ -136,9 +136,20 @@ export function createForgeClient(options: ForgeClientOptions): ForgeClient {
   return {
     async get(path, check, query, request = { log: options.logger, revalidates: false }) {
       const target = query ? `${upstream.basePath}${path}?${new URLSearchParams(stringValues(query)).toString()}` : `${upstream.basePath}${path}`
-      const credential = accounts && request.account !== undefined ? await accounts.credentialOf(request.account, request.log) : fallback
-      const call = (bearer: string | undefined) => callUpstream(caller, credential, target, check, request, bearer)
-      return credential.tokens ? withInstallationToken(credential.tokens, call, request.log, target) : call(credential.token)
+      const withCredential = (credential: Credential) => {
+        const call = (bearer: string | undefined) => callUpstream(caller, credential, target, check, request, bearer)
+        return credential.tokens ? withInstallationToken(credential.tokens, call, request.log, target) : call(credential.token)
+      }
+      if (!accounts || request.account === undefined) return withCredential(fallback)
+      const credential = await accounts.credentialOf(request.account, request.log)
+      try {
+        return await withCredential(credential)
+      } catch (error) {
+        // Uninstalled or suspended without a webhook saying so: the account has no installation now.
+        if (!(error instanceof InstallationUnavailable) || credential.installation === undefined) throw error
+        accounts.gone(request.account, credential.installation, request.log)
+        return withCredential(fallback)
+      }
     },
     installationAccount: async () => tokens?.account(),
     forgetInstallationToken: () => tokens?.forget(),
@@ -189,6 +200,8 @@ function appRequests(options: ForgeClientOptions, agent: Dispatcher, { origin, b
 /** Whom one call spends and how it authenticates: a token sent as it is, an installation's tokens, or nothing. */
 interface Credential {
   kind: CredentialKind
+  /** A public App's installation of the account the call is about. */
+  installation?: string | undefined
   budget: RateLimitBudget
   tokens?: InstallationTokens | undefined
   token?: string | undefined
@@ -200,6 +213,8 @@ interface PublicAppAccounts {
   pool: InstallationPool
   /** The credential of calls about `login`: its own installation's, else `fallback` (the default installation, or none). */
   credentialOf(login: string, log: FastifyBaseLogger): Promise<Credential>
+  /** GitHub would not mint for `login`'s installation `id`: it is remembered as none, and its token forgotten. */
+  gone(login: string, id: string, log: FastifyBaseLogger): void
 }
 
 function publicAppAccounts(options: ForgeClientOptions, app: NonNullable<ForgeClientOptions['publicApp']>, send: AppRequest, fallback: Credential): PublicAppAccounts {
@@ -214,7 +229,15 @@ function publicAppAccounts(options: ForgeClientOptions, app: NonNullable<ForgeCl
     async credentialOf(login, log) {
       const id = await directory.of(login, log)
       if (id === undefined || id === defaultInstallation) return fallback
-      return { kind: 'app-account', budget: pool.budgetOf(id), tokens: pool.tokensOf(id) }
+      return { kind: 'app-account', installation: id, budget: pool.budgetOf(id), tokens: pool.tokensOf(id) }
+    },
+    gone(login, id, log) {
+      log.info({ githubApp: { installation: id } }, "GitHub App installation gone or suspended; the account's calls go with the default credential")
+      const changes = [{ login, installation: null }]
+      directory.changed(changes)
+      pool.forget(id)
+      // Best effort: without Redis, the next replica to find out does the same.
+      directory.record(changes).catch(() => undefined)
     },
   }
 }
