@@ -142,12 +142,14 @@ export function createForgeClient(options: ForgeClientOptions): ForgeClient {
       }
       if (!accounts || request.account === undefined) return withCredential(fallback)
       const credential = await accounts.credentialOf(request.account, request.log)
+      const { installation } = credential
+      if (installation === undefined) return withCredential(credential)
       try {
         return await withCredential(credential)
       } catch (error) {
         // Uninstalled or suspended without a webhook saying so: the account has no installation now.
-        if (!(error instanceof InstallationUnavailable) || credential.installation === undefined) throw error
-        accounts.gone(request.account, credential.installation, request.log)
+        if (!(error instanceof InstallationUnavailable)) throw error
+        accounts.gone(request.account, installation, request.log)
         return withCredential(fallback)
       }
     },

@@ -82,19 +82,19 @@ export function createUpstreamMetrics(registry: Registry, reserve: number): Upst
     registers: [registry],
   })
   for (const outcome of ['installed', 'not_installed', 'failed']) lookups.inc({ outcome }, 0)
-  let heldTokens = () => 0
-  new Gauge({
-    name: 'forge_app_installation_tokens_held',
-    help: 'GitHub App installation tokens this process holds (in memory only)',
-    registers: [registry],
-    collect() {
-      this.set(heldTokens())
-    },
-  })
   return {
     observeCredential: (credential, outcome) => credentialCalls.inc({ credential, outcome }),
     observeLookup: (outcome) => lookups.inc({ outcome }),
-    countHeldTokens: (count) => (heldTokens = count),
+    // Counted where the tokens are, at each scrape: one client per app registers it once.
+    countHeldTokens: (count) =>
+      void new Gauge({
+        name: 'forge_app_installation_tokens_held',
+        help: 'GitHub App installation tokens this process holds (in memory only)',
+        registers: [registry],
+        collect() {
+          this.set(count())
+        },
+      }),
     observeCall: (resource, status, seconds) => {
       requests.inc({ resource, status: String(status) })
       duration.observe({ resource }, seconds)

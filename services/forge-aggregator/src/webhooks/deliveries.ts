@@ -8,7 +8,7 @@ import type { ResponseCache } from '../cache/response-cache.ts'
 import type { SharedCache } from '../shared-cache/plugin.ts'
 import { parseJson } from '../parse-json.ts'
 import type { AccountChange } from '../upstream/installations.ts'
-import type { Drops } from './events.ts'
+import type { Drops, InstallationChanges } from './events.ts'
 
 /** GitHub lets a delivery be redelivered for 3 days: a repeat is recognised that long. */
 export const DELIVERY_MEMORY_SECONDS = 3 * 24 * 60 * 60
@@ -43,8 +43,8 @@ export interface DeliveriesOptions {
   /** Forgets the installation token (`ForgeClient.forgetInstallationToken`). */
   forgetInstallationToken: () => void
   /** A public App's installations (`ForgeClient.installationsChanged` and `recordInstallations`). */
-  installations?: {
-    changed(changes: { accounts: readonly AccountChange[]; forget: readonly string[] }): void
+  installations: {
+    changed(changes: InstallationChanges): void
     record(accounts: readonly AccountChange[]): Promise<void>
   }
   logger: FastifyBaseLogger
@@ -56,17 +56,15 @@ const DropMessage = TypeCompiler.Compile(
     from: Type.String(),
     keys: Type.Array(Type.String()),
     installationToken: Type.Boolean(),
-    // A public App's installation changes; versions before them ignore the fields.
-    accounts: Type.Optional(Type.Array(Type.Object({ login: Type.String(), installation: Type.Union([Type.String(), Type.Null()]) }))),
-    forget: Type.Optional(Type.Array(Type.String())),
+    // A public App's installation changes; versions before them ignore the field.
+    installations: Type.Optional(
+      Type.Object({
+        accounts: Type.Array(Type.Object({ login: Type.String(), installation: Type.Union([Type.String(), Type.Null()]) })),
+        forget: Type.Array(Type.String()),
+      }),
+    ),
   }),
 )
-
-/** A public App's installation changes in `drops`, as every replica applies them; undefined when there are none. */
-function installationChanges(drops: { accounts?: AccountChange[] | undefined; forgetInstallations?: string[] | undefined }): { accounts: AccountChange[]; forget: string[] } | undefined {
-  if (drops.accounts === undefined && drops.forgetInstallations === undefined) return undefined
-  return { accounts: drops.accounts ?? [], forget: drops.forgetInstallations ?? [] }
-}
 
 // The delivery is remembered and the replicas told in one step: either both happen or neither.
 // The channel is an argument, not a key: a channel is not a key, and Redis Cluster routes by KEYS.
@@ -92,8 +90,7 @@ export function createLocalDeliveries({ cache, forgetInstallationToken, installa
       seen.set(`id:${id}`, true).set(`body:${digest}`, true)
       const dropping = Promise.all(drops.keys.map((key) => cache.dropEverywhere(key)))
       if (drops.installationToken) forgetInstallationToken()
-      const changes = installationChanges(drops)
-      if (changes) installations?.changed(changes)
+      if (drops.installations) installations.changed(drops.installations)
       return (await dropping).filter((age) => age !== undefined)
     },
   }
@@ -124,10 +121,10 @@ export function createSharedDeliveries(options: DeliveriesOptions & { shared: Pi
       const dropping = Promise.all(drops.keys.map((key) => cache.dropEverywhere(key)))
       if (drops.installationToken) forgetInstallationToken()
       // An installation gone stops being used here at once, and on the others once Redis says so.
-      const changes = installationChanges(drops)
-      if (changes) installations?.changed(changes)
-      const [ages] = await Promise.all([dropping, changes && installations?.record(changes.accounts)])
-      const message = JSON.stringify({ from: replica, keys: drops.keys, installationToken: drops.installationToken, ...changes })
+      const changes = drops.installations
+      if (changes) installations.changed(changes)
+      const [ages] = await Promise.all([dropping, changes && installations.record(changes.accounts)])
+      const message = JSON.stringify({ from: replica, keys: drops.keys, installationToken: drops.installationToken, installations: changes })
       await connection.run('EVAL', (client) =>
         client.eval(REMEMBER_AND_ANNOUNCE, { keys: keysOf(delivery), arguments: [String(DELIVERY_MEMORY_SECONDS), channel, message] }),
       )
@@ -170,8 +167,7 @@ function listenForDrops(subscriber: RedisSubscriber, options: DeliveriesOptions 
     if (message.from === replica) return
     for (const key of message.keys) cache.drop(key)
     if (message.installationToken) forgetInstallationToken()
-    const changes = installationChanges({ accounts: message.accounts, forgetInstallations: message.forget })
-    if (changes) installations?.changed(changes)
+    if (message.installations) installations.changed(message.installations)
     logger.debug({ keys: message.keys.length, installationToken: message.installationToken }, 'webhook drops heard from another replica')
   }
 }

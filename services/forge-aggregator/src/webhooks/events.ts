@@ -12,10 +12,16 @@ export interface Drops {
   owner: string | undefined
   keys: string[]
   installationToken: boolean
-  /** A public App's accounts whose installation changed: the installation they have now, or none. */
-  accounts?: AccountChange[]
-  /** A public App's installations whose tokens go (uninstalled or suspended). */
-  forgetInstallations?: string[]
+  /** A public App's installation changes: what every replica applies (`InstallationChanges`). */
+  installations?: InstallationChanges
+}
+
+/** What an `installation` delivery changes for a public App. */
+export interface InstallationChanges {
+  /** Accounts whose installation changed: the installation they have now, or none. */
+  accounts: AccountChange[]
+  /** Installations whose tokens go (uninstalled or suspended). */
+  forget: string[]
 }
 
 /** The events this service acts on, and `ping`, which GitHub sends when a webhook is set up. */
@@ -130,17 +136,25 @@ function installationDrops(event: string, payload: unknown, installationId: stri
       owner: account.login,
       keys: [`users/${old}`, `repos/${old}`],
       installationToken: false,
-      accounts: [
-        { login: changes.login.from, installation: null },
-        { login: account.login, installation },
-      ],
+      installations: {
+        accounts: [
+          { login: changes.login.from, installation: null },
+          { login: account.login, installation },
+        ],
+        forget: [],
+      },
     }
   }
   if (!AccountInstallationPayload.Check(payload)) return undefined
   const { action } = payload
   const installation = String(payload.installation.id)
   const login = payload.installation.account.login
-  if (LIVE_INSTALLATION_ACTIONS.has(action)) return { owner: login, keys: [], installationToken: false, accounts: [{ login, installation }] }
+  if (LIVE_INSTALLATION_ACTIONS.has(action)) return { owner: login, keys: [], installationToken: false, installations: { accounts: [{ login, installation }], forget: [] } }
   if (!INSTALLATION_ACTIONS.has(action)) return undefined
-  return { owner: login, keys: [], installationToken: installation === installationId, accounts: [{ login, installation: null }], forgetInstallations: [installation] }
+  return {
+    owner: login,
+    keys: [],
+    installationToken: installation === installationId,
+    installations: { accounts: [{ login, installation: null }], forget: [installation] },
+  }
 }
