@@ -65,6 +65,10 @@ export async function buildApp(config: Readonly<ForgeAggregatorConfig>, options:
   await app.register(userRoutes, { defaultUser: config.FORGE_DEFAULT_USER })
   await app.register(repoRoutes, { defaultUser: config.FORGE_DEFAULT_USER })
   // Without a secret there is no route: the path answers 404 like any unknown one.
-  if (webhookSecret !== undefined) await app.register(webhookRoutes, { secret: webhookSecret, installationId: config.FORGE_APP_INSTALLATION_ID })
+  if (webhookSecret !== undefined) await app.register(webhookRoutes, {
+      secret: webhookSecret,
+      installationId: config.FORGE_APP_INSTALLATION_ID,
+      publicApp: credentials.kind === 'public-app',
+    })
   return app
 }

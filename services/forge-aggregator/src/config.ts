@@ -30,7 +30,17 @@ export const ForgeAggregatorConfig = Type.Object({
       description: "GitHub App: the App's id (or its client id, Iv…), the issuer of its JWT. With the installation id and a key, the service calls as the App's installation",
     }),
   ),
-  FORGE_APP_INSTALLATION_ID: Type.Optional(Type.String({ pattern: '^[0-9]+$', description: 'GitHub App: the installation whose token every call carries' })),
+  FORGE_APP_INSTALLATION_ID: Type.Optional(
+    Type.String({
+      pattern: '^[0-9]+$',
+      description: 'GitHub App: the installation whose token every call carries; with FORGE_APP_PUBLIC=true, optional: the default, for accounts without an installation and for repos',
+    }),
+  ),
+  FORGE_APP_PUBLIC: Type.Boolean({
+    default: false,
+    description:
+      "GitHub App: true serves every account that installed the App with that installation's own token and quota (docs/github-app.md); needs FORGE_APP_ID and a key",
+  }),
   FORGE_APP_PRIVATE_KEY: Type.Optional(Type.String({ description: "GitHub App: the App's RSA private key (PEM; one line with \\n works too). Never logged" })),
   FORGE_APP_PRIVATE_KEY_FILE: Type.Optional(Type.String({ description: 'GitHub App: path of that key, read at start-up (instead of FORGE_APP_PRIVATE_KEY)' })),
   FORGE_WEBHOOK_SECRET: Type.Optional(

@@ -23,6 +23,7 @@ t.test('defaults: port 3000, api.github.com, octocat, no token, 10 s, 60 s, 30 f
     FORGE_MAX_REPO_PAGES: 10,
     FORGE_STALE_SECONDS: 86_400,
     FORGE_BUDGET_RESERVE: 0.1,
+    FORGE_APP_PUBLIC: false,
     REDIS_SENTINEL_NAME: 'mymaster',
   })
 })
@@ -143,4 +144,20 @@ t.test('a partial App set, an App with a token, two keys, an unreadable file or 
   )
   const badIds = t.throws(() => loadConfig(ForgeAggregatorConfig, { FORGE_APP_ID: 'app one', FORGE_APP_INSTALLATION_ID: 'x' })) as ConfigError
   t.same(badIds.problems, ['FORGE_APP_ID must match pattern "^(?:[0-9]+|Iv[0-9A-Za-z.]+)$"', 'FORGE_APP_INSTALLATION_ID must match pattern "^[0-9]+$"'])
+})
+
+t.test('FORGE_APP_PUBLIC=true: the App id and a key are needed, the installation id is an optional default; a token excludes it', async (t) => {
+  const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 })
+  const pem = privateKey.export({ type: 'pkcs8', format: 'pem' }) as string
+  const publicApp = { FORGE_APP_PUBLIC: 'true', FORGE_APP_ID: '424242', FORGE_APP_PRIVATE_KEY: pem }
+  t.match(credentialsFrom(loadConfig(ForgeAggregatorConfig, publicApp)), { kind: 'public-app', appId: '424242', defaultInstallationId: undefined })
+  t.match(credentialsFrom(loadConfig(ForgeAggregatorConfig, { ...publicApp, FORGE_APP_INSTALLATION_ID: '9001' })), { kind: 'public-app', defaultInstallationId: '9001' })
+  t.match(credentialsFrom(loadConfig(ForgeAggregatorConfig, { ...publicApp, FORGE_APP_PUBLIC: 'false', FORGE_APP_INSTALLATION_ID: '9001' })), { kind: 'app' })
+  const problems = (env: Record<string, string>) => (t.throws(() => credentialsFrom(loadConfig(ForgeAggregatorConfig, env))) as ConfigError).problems
+  t.same(problems({ FORGE_APP_PUBLIC: 'true' }), [
+    'FORGE_APP_ID must be set with FORGE_APP_PUBLIC=true: a public GitHub App needs its id and its private key',
+    'FORGE_APP_PRIVATE_KEY or FORGE_APP_PRIVATE_KEY_FILE must be set with FORGE_APP_PUBLIC=true: a GitHub App needs its private key',
+  ])
+  t.same(problems({ ...publicApp, FORGE_TOKEN: 'ghp_x' }), ['FORGE_TOKEN must not be set with FORGE_APP_PUBLIC=true: use a personal token or a GitHub App, not both'])
+  t.match(problems({ FORGE_APP_PUBLIC: 'yes' }), [/^FORGE_APP_PUBLIC /])
 })

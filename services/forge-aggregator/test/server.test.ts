@@ -37,6 +37,18 @@ t.test('a GitHub App set mixed with FORGE_TOKEN, or partial, stops the process w
   t.notMatch(server.output(), pem.split('\n')[1]!)
 })
 
+t.test('FORGE_APP_PUBLIC=true without FORGE_APP_ID stops the process with exit code 1, naming the variable, never printing the key', async (t) => {
+  const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 })
+  const pem = privateKey.export({ type: 'pkcs8', format: 'pem' }) as string
+  const server = runServer({ FORGE_APP_PUBLIC: 'true', FORGE_APP_PRIVATE_KEY: pem })
+  t.equal(await server.exited, 1)
+  t.equal(
+    server.output().trim(),
+    ['Invalid configuration:', '  FORGE_APP_ID must be set with FORGE_APP_PUBLIC=true: a public GitHub App needs its id and its private key'].join('\n'),
+  )
+  t.notMatch(server.output(), pem.split('\n')[1]!)
+})
+
 t.test('with a token it says which upstream it calls, sends the token there only, never prints it, and answers stars and forks', async (t) => {
   const upstream = await startLocalUpstream(t, answerRepository('octocat'))
   const server = runServer({ HOST: '127.0.0.1', PORT: '0', FORGE_API_URL: upstream.url, FORGE_TOKEN: TOKEN })

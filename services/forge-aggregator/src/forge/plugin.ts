@@ -3,7 +3,7 @@ import type { Dispatcher } from 'undici'
 import type { ForgeAggregatorConfig } from '../config.ts'
 import { RateLimitBudget } from '../upstream/budget.ts'
 import { createForgeClient, type ForgeClient } from '../upstream/client.ts'
-import type { UpstreamCredentials } from '../upstream/credentials.ts'
+import type { AppCredentials, UpstreamCredentials } from '../upstream/credentials.ts'
 import { createUpstreamMetrics } from '../upstream/metrics.ts'
 import { createForgeService, type ForgeService } from './service.ts'
 
@@ -48,10 +48,12 @@ export const forge = fp<ForgePluginOptions>(
     const metrics = createUpstreamMetrics(app.metrics, config.FORGE_BUDGET_RESERVE)
     const store = app.sharedCache?.store
     const budget = new RateLimitBudget({ reserve: config.FORGE_BUDGET_RESERVE, now, store, onChange: metrics.observeBudget })
+    const defaultInstallation = installationOf(credentials)
     const client = createForgeClient({
       baseUrl: config.FORGE_API_URL,
       token: credentials.kind === 'token' ? credentials.token : undefined,
-      app: credentials.kind === 'app' ? credentials : undefined,
+      app: defaultInstallation,
+      publicApp: credentials.kind === 'public-app' ? { appId: credentials.appId, privateKey: credentials.privateKey, reserve: config.FORGE_BUDGET_RESERVE } : undefined,
       timeoutMs: config.FORGE_TIMEOUT_MS,
       userAgent: 'forge-aggregator/1.0',
       revalidationMaxBytes,
@@ -67,12 +69,23 @@ export const forge = fp<ForgePluginOptions>(
       client,
       followersLimit: config.FORGE_FOLLOWERS_LIMIT,
       maxRepoPages: config.FORGE_MAX_REPO_PAGES,
-      authentication: credentials.kind,
+      authentication: credentials.kind === 'token' ? 'token' : defaultInstallation ? 'app' : 'anonymous',
+      publicApp: credentials.kind === 'public-app',
     })
     app.decorate('forge', { service, client })
     app.addHook('onClose', () => client.close())
-    const githubApp = credentials.kind === 'app' ? { githubApp: { id: credentials.appId, installation: credentials.installationId } } : {}
+    const githubApp =
+      credentials.kind === 'app' || credentials.kind === 'public-app'
+        ? { githubApp: { id: credentials.appId, installation: defaultInstallation?.installationId, public: credentials.kind === 'public-app' } }
+        : {}
     app.log.info({ upstream: config.FORGE_API_URL, authenticated: credentials.kind !== 'anonymous', ...githubApp, budgetReserve: config.FORGE_BUDGET_RESERVE }, 'forge upstream')
   },
   { name: 'forge', fastify: '5.x', dependencies: ['shared-cache'] },
 )
+
+/** The one installation the client calls with by default: the App's, or a public App's default when it has one. */
+function installationOf(credentials: UpstreamCredentials): AppCredentials | undefined {
+  if (credentials.kind === 'app') return credentials
+  if (credentials.kind !== 'public-app' || credentials.defaultInstallationId === undefined) return undefined
+  return { appId: credentials.appId, installationId: credentials.defaultInstallationId, privateKey: credentials.privateKey }
+}

@@ -15,6 +15,12 @@ export interface ForgeServiceOptions {
    * `/installation/repositories` when the installation is on the owner's account.
    */
   authentication: 'anonymous' | 'token' | 'app'
+  /**
+   * A public GitHub App: a `users` answer's calls are about its login (`RequestContext.account`),
+   * so they go with that account's installation, whose token may reach its private repositories:
+   * the searches then say `is:public`, counting what an anonymous caller would.
+   */
+  publicApp?: boolean
 }
 
 /**
@@ -54,6 +60,7 @@ interface SearchOutcome {
 
 export function createForgeService(options: ForgeServiceOptions): ForgeService {
   const { client, followersLimit, maxRepoPages } = options
+  const publicOnly = options.publicApp === true ? ' is:public' : ''
   let tokenOwner: Promise<string | undefined> | undefined
 
   function reposPage(login: string, page: number, context: RequestContext) {
@@ -63,7 +70,7 @@ export function createForgeService(options: ForgeServiceOptions): ForgeService {
   /** The search's `total_count`, or why not: a count is not worth failing the answer for. */
   async function searchCount(login: string, kind: 'issue' | 'pr', context: RequestContext): Promise<SearchOutcome> {
     try {
-      const result = await client.get('/search/issues', upstreamBodies.search, { q: `author:${login} is:${kind}`, per_page: 1 }, context)
+      const result = await client.get('/search/issues', upstreamBodies.search, { q: `author:${login} is:${kind}${publicOnly}`, per_page: 1 }, context)
       return { count: result.total_count }
     } catch (error) {
       context.log.warn({ err: error }, `${kind} search failed; its count will be 0`)
@@ -108,7 +115,9 @@ export function createForgeService(options: ForgeServiceOptions): ForgeService {
   }
 
   return {
-    async userOverview(login, context) {
+    async userOverview(login, requestContext) {
+      // Every call is about this account: a public App calls with its installation.
+      const context = { ...requestContext, account: login }
       // The five calls start together; further repository pages start as soon as the profile
       // says they exist. One request costs about one upstream round trip.
       const profileBody = client.get(upstreamPath`/users/${login}`, upstreamBodies.user, undefined, context)

@@ -27,6 +27,8 @@ export interface WebhookPluginOptions {
   secret: string
   /** `FORGE_APP_INSTALLATION_ID`: the installation whose deletion drops the token. */
   installationId: string | undefined
+  /** `FORGE_APP_PUBLIC`: every installation's `installation` events count (docs/webhooks.md). */
+  publicApp?: boolean
 }
 
 /** What the body parser gives the route: the raw bytes, or the mark of a body over the bound. */
@@ -41,11 +43,12 @@ const TOO_LARGE = Symbol('too large')
  * changing nothing. A signed delivery is exempt from the per-client rate limit; any other request
  * counts against it.
  */
-export const webhookRoutes: FastifyPluginAsync<WebhookPluginOptions> = async (app, { secret, installationId }) => {
+export const webhookRoutes: FastifyPluginAsync<WebhookPluginOptions> = async (app, { secret, installationId, publicApp = false }) => {
   const metrics = createWebhookMetrics(app.metrics)
   const deliveries = createDeliveries({
     cache: app.answerCache,
     forgetInstallationToken: () => app.forge.client.forgetInstallationToken(),
+    installations: { changed: (changes) => app.forge.client.installationsChanged(changes), record: (accounts) => app.forge.client.recordInstallations(accounts) },
     shared: app.sharedCache,
     logger: app.log,
   })
@@ -96,7 +99,7 @@ export const webhookRoutes: FastifyPluginAsync<WebhookPluginOptions> = async (ap
         throw new HttpError(401, { error: 'Webhook delivery is not JSON with its event and delivery id' })
       }
 
-      const drops = dropsFor(event, payload, installationId)
+      const drops = dropsFor(event, payload, installationId, publicApp)
       if (!drops) return done('ignored')
       const delivery = { id, digest: createHash('sha256').update(body).digest('hex') }
       try {

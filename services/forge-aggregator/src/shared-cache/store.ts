@@ -33,7 +33,7 @@ export function createSharedStore(connection: RedisConnection, namespace: string
     labelNames: ['kind'] as const,
     registers: [registry],
   })
-  const kinds: readonly StoredKind[] = ['answer', 'held', 'budget']
+  const kinds: readonly StoredKind[] = ['answer', 'held', 'budget', 'installation']
   for (const kind of kinds) rejected.inc({ kind }, 0)
 
   const readText = (key: string) => connection.run('GET', (client) => client.get(namespace + key))

@@ -50,12 +50,19 @@ export const BudgetState = Type.Object({
   blockedUntil: Type.Number({ minimum: 0 }),
 })
 
+/**
+ * Whether an account installed a public GitHub App, and which installation (docs/github-app.md,
+ * "A public App"): `null` when it has none, or a suspended one. Never a token: tokens stay in memory.
+ */
+export const AccountInstallation = Type.Object({ id: Type.Union([Type.String({ pattern: '^[0-9]+$' }), Type.Null()]) })
+
 export type CachedAnswer = Static<typeof CachedAnswer>
 export type HeldBody = Static<typeof HeldBody>
 export type BudgetState = Static<typeof BudgetState>
+export type AccountInstallation = Static<typeof AccountInstallation>
 
 /** The kinds of stored entries, as `forge_shared_entries_rejected_total{kind}` names them. */
-export type StoredKind = 'answer' | 'held' | 'budget'
+export type StoredKind = 'answer' | 'held' | 'budget' | 'installation'
 
 /** One kind of stored entry: its checks, compiled once. */
 export interface StoredEntry<T> {
@@ -79,4 +86,5 @@ export const storedEntries = {
   answer: storedEntry('answer', CachedAnswer),
   held: storedEntry('held', HeldBody),
   budget: storedEntry('budget', BudgetState),
+  installation: storedEntry('installation', AccountInstallation),
 }

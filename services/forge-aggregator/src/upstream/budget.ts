@@ -21,6 +21,11 @@ export interface RateLimitBudgetOptions {
   store?: Pick<SharedStore, 'get' | 'set'> | undefined
   /** Told of every change, for the rate-limit gauges. */
   onChange?: (resource: RateLimitResource, state: BudgetState) => void
+  /**
+   * Where in `store` its states go: `budget:` and the resource unless given. A public App keeps one
+   * budget per installation (`budget:installation:<id>:`), since each has its own quota.
+   */
+  keyPrefix?: string
 }
 
 declare module 'undici' {
@@ -32,6 +37,8 @@ declare module 'undici' {
       rateLimitResource?: RateLimitResource
       /** The request the call is made for: one that revalidates may be refused below the reserve. */
       requestContext?: RequestContext
+      /** The budget of the credential the call goes with, when it is not the interceptor's own (a public App's installation). */
+      rateLimitBudget?: RateLimitBudget
     }
   }
 }
@@ -46,11 +53,13 @@ declare module 'undici' {
  */
 export class RateLimitBudget {
   readonly #options: RateLimitBudgetOptions
+  readonly #prefix: string
   readonly #states = new Map<RateLimitResource, BudgetState>()
   #refreshing: Promise<void> | undefined
 
   constructor(options: RateLimitBudgetOptions) {
     this.#options = options
+    this.#prefix = options.keyPrefix ?? 'budget:'
   }
 
   /** Learns from one upstream answer: its rate-limit headers, and `retryAfterSeconds` when it was a rate limit. */
@@ -71,7 +80,7 @@ export class RateLimitBudget {
     }
     this.#set(resource, state)
     const expiresAt = Math.max(state.resetAt, state.blockedUntil)
-    if (expiresAt > now) void this.#options.store?.set(`budget:${resource}`, JSON.stringify(state), expiresAt - now)
+    if (expiresAt > now) void this.#options.store?.set(`${this.#prefix}${resource}`, JSON.stringify(state), expiresAt - now)
   }
 
   /**
@@ -91,7 +100,7 @@ export class RateLimitBudget {
   refresh(): Promise<void> {
     const { store } = this.#options
     if (!store) return Promise.resolve()
-    this.#refreshing ??= Promise.all(RATE_LIMIT_RESOURCES.map((resource) => store.get(storedEntries.budget, `budget:${resource}`)))
+    this.#refreshing ??= Promise.all(RATE_LIMIT_RESOURCES.map((resource) => store.get(storedEntries.budget, `${this.#prefix}${resource}`)))
       .then((states) => {
         RATE_LIMIT_RESOURCES.forEach((resource, index) => {
           const state = states[index]
@@ -141,12 +150,14 @@ export class RateLimitBudget {
  * The one place the budget is applied, as the outermost interceptor of the client's dispatcher: a
  * call the budget forbids fails with `BudgetSpent` before anything is sent, and every answer that
  * comes back, a 304 included, is recorded (with its wait when it is a rate limit). A call that does
- * not say what it spends is taken for a core call that revalidates nothing.
+ * not say what it spends is taken for a core call that revalidates nothing; one that does not say
+ * whose budget it spends spends `budget`.
  */
 export function budgetInterceptor(budget: RateLimitBudget, now: () => number): Dispatcher.DispatcherComposeInterceptor {
   return (dispatch) => (opts, handler) => {
     const resource = opts.rateLimitResource ?? 'core'
-    const resumesAt = budget.resumesAt(resource, opts.requestContext)
+    const spending = opts.rateLimitBudget ?? budget
+    const resumesAt = spending.resumesAt(resource, opts.requestContext)
     if (resumesAt !== undefined) throw BudgetSpent.until(resumesAt, now())
 
     let statusCode = 0
@@ -159,7 +170,7 @@ export function budgetInterceptor(budget: RateLimitBudget, now: () => number): D
       onResponseStart(controller, status, responseHeaders, statusMessage) {
         statusCode = status
         headers = responseHeaders
-        if (!isRateLimit()) budget.record(resource, headers)
+        if (!isRateLimit()) spending.record(resource, headers)
         return handler.onResponseStart?.(controller, status, responseHeaders, statusMessage)
       },
       onResponseData(controller, chunk) {
@@ -167,7 +178,7 @@ export function budgetInterceptor(budget: RateLimitBudget, now: () => number): D
         return handler.onResponseData?.(controller, chunk)
       },
       onResponseEnd(controller, trailers) {
-        if (isRateLimit()) budget.record(resource, headers, retryAfterSeconds(statusCode, headers, text, now()))
+        if (isRateLimit()) spending.record(resource, headers, retryAfterSeconds(statusCode, headers, text, now()))
         return handler.onResponseEnd?.(controller, trailers)
       },
     })

@@ -8,11 +8,12 @@ import { parseJson } from '../parse-json.ts'
 import type { SharedStore } from '../shared-cache/store.ts'
 import { storedEntries, type HeldBody } from '../shared-cache/stored.ts'
 import { resourceOfPath, type RateLimitBudget } from './budget.ts'
-import type { AppCredentials } from './credentials.ts'
-import { BudgetSpent, statusFailure, transportFailure, UpstreamFailure, type Redact } from './errors.ts'
-import { createInstallationTokens, type InstallationAccount, type InstallationTokens } from './installation-token.ts'
+import type { AppCredentials, PublicAppCredentials } from './credentials.ts'
+import { BudgetSpent, InstallationUnavailable, statusFailure, transportFailure, UpstreamFailure, type Redact } from './errors.ts'
+import { createInstallationTokens, type AppRequest, type InstallationAccount, type InstallationTokens } from './installation-token.ts'
+import { createAccountInstallations, createInstallationPool, type AccountChange, type AccountInstallations, type InstallationPool } from './installations.ts'
 import { upstreamInterceptors } from './interceptors.ts'
-import type { UpstreamMetrics } from './metrics.ts'
+import type { CredentialKind, UpstreamMetrics } from './metrics.ts'
 import { projectionOf } from './projection.ts'
 import type { RequestContext } from './request-context.ts'
 
@@ -24,8 +25,17 @@ export interface ForgeClientOptions {
   baseUrl: string
   /** A personal token, sent as it is with every call. */
   token?: string | undefined
-  /** A GitHub App installation: every call carries its installation token (docs/design.md, "GitHub App"). Excludes `token`. */
+  /**
+   * A GitHub App installation: every call carries its installation token (docs/design.md, "GitHub
+   * App"); with `publicApp`, the calls of accounts without an installation of their own. Excludes `token`.
+   */
   app?: AppCredentials | undefined
+  /**
+   * A public GitHub App (docs/github-app.md, "A public App"): a call about an account that
+   * installed it (`RequestContext.account`) carries that installation's token and spends its
+   * budget; `reserve` is the share of each installation's core limit kept for users never seen.
+   */
+  publicApp?: (Pick<PublicAppCredentials, 'appId' | 'privateKey'> & { reserve: number }) | undefined
   /** Deadline of one call, retries and body included. */
   timeoutMs: number
   userAgent: string
@@ -61,6 +71,13 @@ export interface ForgeClient {
   installationAccount(): Promise<InstallationAccount | undefined>
   /** With a GitHub App: forgets the installation token, so the next call mints a new one (docs/webhooks.md); nothing otherwise. */
   forgetInstallationToken(): void
+  /**
+   * With a public App, what an `installation` webhook said, in this process: accounts' new
+   * installations (or none), and the installations whose tokens go. Nothing otherwise.
+   */
+  installationsChanged(changes: { accounts: readonly AccountChange[]; forget: readonly string[] }): void
+  /** With a public App, the accounts' new installations written for every replica (Redis); rejects when they could not be. */
+  recordInstallations(accounts: readonly AccountChange[]): Promise<void>
   /** Closes the upstream connections (of the Agent it made; a dispatcher given to it stays open). */
   close(): Promise<void>
 }
@@ -101,24 +118,48 @@ export function createForgeClient(options: ForgeClientOptions): ForgeClient {
   const { token } = options
   const upstream = upstreamOf(options)
   const agent = options.dispatcher ?? new Agent({ keepAliveTimeout: 30_000, maxResponseSize: MAX_BODY_BYTES })
-  const tokens = options.app ? appInstallationTokens(options, options.app, agent, upstream) : undefined
+  const sendAsApp = appRequests(options, agent, upstream)
+  const tokens = options.app ? createInstallationTokens({ app: options.app, now: options.now, logger: options.logger, send: sendAsApp }) : undefined
+  const fallback: Credential = { kind: token !== undefined ? 'token' : tokens ? 'app-default' : 'anonymous', budget: options.budget, tokens, token }
+  const accounts = options.publicApp ? publicAppAccounts(options, options.publicApp, sendAsApp, fallback) : undefined
+  options.metrics?.countHeldTokens(() => (tokens?.held() ? 1 : 0) + (accounts?.pool.held() ?? 0))
   const caller: Caller = {
     options,
     upstream,
     dispatcher: agent.compose(upstreamInterceptors(options.budget, options.now)),
     held: heldBodies(options.revalidationMaxBytes, options.store, options.heldForMs),
     // Every credential this process holds: the upstream may echo one in what a failure repeats.
-    redact: (message) => [token ?? '', ...(tokens?.secrets() ?? [])].reduce((said, secret) => (secret ? said.replaceAll(secret, '[redacted]') : said), message),
+    redact: (message) =>
+      [token ?? '', ...(tokens?.secrets() ?? []), ...(accounts?.pool.secrets() ?? [])].reduce((said, secret) => (secret ? said.replaceAll(secret, '[redacted]') : said), message),
   }
 
   return {
     async get(path, check, query, request = { log: options.logger, revalidates: false }) {
       const target = query ? `${upstream.basePath}${path}?${new URLSearchParams(stringValues(query)).toString()}` : `${upstream.basePath}${path}`
-      const call = (bearer: string | undefined) => callUpstream(caller, target, check, request, bearer)
-      return tokens ? withInstallationToken(tokens, call, request.log, target) : call(token)
+      const withCredential = (credential: Credential) => {
+        const call = (bearer: string | undefined) => callUpstream(caller, credential, target, check, request, bearer)
+        return credential.tokens ? withInstallationToken(credential.tokens, call, request.log, target) : call(credential.token)
+      }
+      if (!accounts || request.account === undefined) return withCredential(fallback)
+      const credential = await accounts.credentialOf(request.account, request.log)
+      const { installation } = credential
+      if (installation === undefined) return withCredential(credential)
+      try {
+        return await withCredential(credential)
+      } catch (error) {
+        // Uninstalled or suspended without a webhook saying so: the account has no installation now.
+        if (!(error instanceof InstallationUnavailable)) throw error
+        accounts.gone(request.account, installation, request.log)
+        return withCredential(fallback)
+      }
     },
     installationAccount: async () => tokens?.account(),
     forgetInstallationToken: () => tokens?.forget(),
+    installationsChanged({ accounts: changes, forget }) {
+      accounts?.directory.changed(changes)
+      for (const id of forget) accounts?.pool.forget(id)
+    },
+    recordInstallations: async (changes) => accounts?.directory.record(changes),
     async close() {
       // A dispatcher the caller brought is the caller's to close.
       if (!options.dispatcher) await agent.close()
@@ -144,23 +185,63 @@ function upstreamOf(options: ForgeClientOptions): Upstream {
   }
 }
 
-/** The App's installation tokens. The App's own calls (its JWT) go straight to the upstream: they spend the App's limit, not the installation's. */
-function appInstallationTokens(options: ForgeClientOptions, app: AppCredentials, agent: Dispatcher, { origin, basePath, pinned }: Upstream): InstallationTokens {
-  return createInstallationTokens({
-    app,
-    now: options.now,
-    logger: options.logger,
-    send: async ({ method, path, authorization }) => {
-      const response = await agent.request({
-        origin,
-        path: `${basePath}${path}`,
-        method,
-        headers: { ...pinned, authorization },
-        signal: AbortSignal.timeout(options.timeoutMs),
-      })
-      return { statusCode: response.statusCode, text: await response.body.text() }
+/** The App's own calls (its JWT) go straight to the upstream: they spend the App's limit, not an installation's. */
+function appRequests(options: ForgeClientOptions, agent: Dispatcher, { origin, basePath, pinned }: Upstream): AppRequest {
+  return async ({ method, path, authorization }) => {
+    const response = await agent.request({
+      origin,
+      path: `${basePath}${path}`,
+      method,
+      headers: { ...pinned, authorization },
+      signal: AbortSignal.timeout(options.timeoutMs),
+    })
+    return { statusCode: response.statusCode, text: await response.body.text() }
+  }
+}
+
+/** Whom one call spends and how it authenticates: a token sent as it is, an installation's tokens, or nothing. */
+interface Credential {
+  kind: CredentialKind
+  /** A public App's installation of the account the call is about. */
+  installation?: string | undefined
+  budget: RateLimitBudget
+  tokens?: InstallationTokens | undefined
+  token?: string | undefined
+}
+
+/** A public App's accounts: which installation each has, and the tokens and budgets of those held. */
+interface PublicAppAccounts {
+  directory: AccountInstallations
+  pool: InstallationPool
+  /** The credential of calls about `login`: its own installation's, else `fallback` (the default installation, or none). */
+  credentialOf(login: string, log: FastifyBaseLogger): Promise<Credential>
+  /** GitHub would not mint for `login`'s installation `id`: it is remembered as none, and its token forgotten. */
+  gone(login: string, id: string, log: FastifyBaseLogger): void
+}
+
+function publicAppAccounts(options: ForgeClientOptions, app: NonNullable<ForgeClientOptions['publicApp']>, send: AppRequest, fallback: Credential): PublicAppAccounts {
+  const { appId, privateKey, reserve } = app
+  const { now, store, logger } = options
+  const directory = createAccountInstallations({ appId, privateKey, send, store, now, onLookup: options.metrics?.observeLookup })
+  const pool = createInstallationPool({ appId, privateKey, send, now, logger, store, reserve })
+  const defaultInstallation = options.app?.installationId
+  return {
+    directory,
+    pool,
+    async credentialOf(login, log) {
+      const id = await directory.of(login, log)
+      if (id === undefined || id === defaultInstallation) return fallback
+      return { kind: 'app-account', installation: id, budget: pool.budgetOf(id), tokens: pool.tokensOf(id) }
     },
-  })
+    gone(login, id, log) {
+      log.info({ githubApp: { installation: id } }, "GitHub App installation gone or suspended; the account's calls go with the default credential")
+      const changes = [{ login, installation: null }]
+      directory.changed(changes)
+      pool.forget(id)
+      // Best effort: without Redis, the next replica to find out does the same.
+      directory.record(changes).catch(() => undefined)
+    },
+  }
 }
 
 /** `call` with the installation's token. A refused one (revoked, or expired early) is renewed once, for one more try: a second 401 is the answer. */
@@ -186,9 +267,10 @@ interface Caller {
   redact: Redact
 }
 
-/** One upstream call: `target` asked with `bearer`, revalidated when a readable projection is held; its body once it passes `check`, projected. */
+/** One upstream call: `target` asked with `bearer`, spending `credential`'s budget, revalidated when a readable projection is held; its body once it passes `check`, projected. */
 async function callUpstream<Schema extends TSchema>(
   caller: Caller,
+  credential: Credential,
   target: string,
   check: TypeCheck<Schema>,
   request: RequestContext,
@@ -197,9 +279,9 @@ async function callUpstream<Schema extends TSchema>(
   const { options, upstream, held } = caller
   const headers = bearer ? { ...upstream.pinned, authorization: `Bearer ${bearer}` } : upstream.pinned
   // What other replicas learned of the budget counts before this call is made.
-  const [heldEntry] = await Promise.all([held.get(target), options.budget.refresh()])
+  const [heldEntry] = await Promise.all([held.get(target), credential.budget.refresh()])
   const reusable = heldEntry && readHeld(heldEntry, check)
-  const { response, text } = await send(caller, target, reusable ? { ...headers, 'if-none-match': reusable.entry.etag } : headers, request)
+  const { response, text } = await send(caller, credential, target, reusable ? { ...headers, 'if-none-match': reusable.entry.etag } : headers, request)
   const { statusCode } = response
   if (statusCode === 304 && reusable) {
     // Held again: its life runs from this use, so that the next revalidation finds it too.
@@ -216,8 +298,14 @@ async function callUpstream<Schema extends TSchema>(
   throw statusFailure(statusCode, response.headers, text, options.now(), caller.redact)
 }
 
-/** One GET of `target` through the interceptors, within the deadline: its answer and body (none for a 304), counted, timed and logged. */
-async function send(caller: Caller, target: string, headers: Record<string, string>, request: RequestContext): Promise<{ response: Dispatcher.ResponseData; text: string }> {
+/** One GET of `target` through the interceptors, within the deadline: its answer and body (none for a 304), counted (by credential too), timed and logged. */
+async function send(
+  caller: Caller,
+  credential: Credential,
+  target: string,
+  headers: Record<string, string>,
+  request: RequestContext,
+): Promise<{ response: Dispatcher.ResponseData; text: string }> {
   const { options, upstream, dispatcher } = caller
   const resource = resourceOfPath(target.slice(upstream.basePath.length))
   const deadline = AbortSignal.timeout(options.timeoutMs)
@@ -225,13 +313,23 @@ async function send(caller: Caller, target: string, headers: Record<string, stri
   let response: Dispatcher.ResponseData
   let text = ''
   try {
-    response = await dispatcher.request({ origin: upstream.origin, path: target, method: 'GET', headers, signal: deadline, rateLimitResource: resource, requestContext: request })
+    response = await dispatcher.request({
+      origin: upstream.origin,
+      path: target,
+      method: 'GET',
+      headers,
+      signal: deadline,
+      rateLimitResource: resource,
+      requestContext: request,
+      rateLimitBudget: credential.budget,
+    })
     if (response.statusCode === 304) await response.body.dump()
     else text = await response.body.text()
   } catch (error) {
     if (error instanceof BudgetSpent) {
       // GitHub: keep calling after a rate limit and the integration may be banned.
       request.log.debug({ upstream: { path: target } }, 'upstream rate limit spent; call not made')
+      options.metrics?.observeCredential(credential.kind, 'budget_spent')
       throw error
     }
     options.metrics?.observeCall(resource, 'error', (performance.now() - started) / 1000)
@@ -239,6 +337,7 @@ async function send(caller: Caller, target: string, headers: Record<string, stri
   }
   const ms = performance.now() - started
   options.metrics?.observeCall(resource, response.statusCode, ms / 1000)
+  options.metrics?.observeCredential(credential.kind, 'sent')
   request.log.debug({ upstream: { path: target, statusCode: response.statusCode, ms: Math.round(ms) } }, 'upstream call')
   return { response, text }
 }

@@ -10,8 +10,24 @@ export interface AppCredentials {
   privateKey: KeyObject
 }
 
-/** How the service authenticates upstream: not at all, with a personal token, or as an App installation. */
-export type UpstreamCredentials = { kind: 'anonymous' } | { kind: 'token'; token: string } | ({ kind: 'app' } & AppCredentials)
+/**
+ * A public GitHub App (`FORGE_APP_PUBLIC=true`, docs/github-app.md, "A public App"): every account
+ * that installed it is called about with its own installation's token; the others, and `repos`,
+ * with the default installation's, or anonymously without one.
+ */
+export interface PublicAppCredentials {
+  appId: string
+  privateKey: KeyObject
+  /** `FORGE_APP_INSTALLATION_ID`, optional in this mode. */
+  defaultInstallationId: string | undefined
+}
+
+/** How the service authenticates upstream: not at all, with a personal token, as one App installation, or as a public App. */
+export type UpstreamCredentials =
+  | { kind: 'anonymous' }
+  | { kind: 'token'; token: string }
+  | ({ kind: 'app' } & AppCredentials)
+  | ({ kind: 'public-app' } & PublicAppCredentials)
 
 /**
  * Whom the upstream answers, as the shared cache's namespace tells deployments apart: the token
@@ -21,12 +37,14 @@ export type UpstreamCredentials = { kind: 'anonymous' } | { kind: 'token'; token
  */
 export function callerOf(credentials: UpstreamCredentials): string | null {
   if (credentials.kind === 'token') return credentials.token
+  // A public App's answers are the same whichever installation paid for them: one namespace for the App.
+  if (credentials.kind === 'public-app') return `app:${credentials.appId}:public:${credentials.defaultInstallationId ?? ''}`
   return credentials.kind === 'app' ? `app:${credentials.appId}:${credentials.installationId}` : null
 }
 
 type CredentialSettings = Pick<
   ForgeAggregatorConfig,
-  'FORGE_TOKEN' | 'FORGE_APP_ID' | 'FORGE_APP_INSTALLATION_ID' | 'FORGE_APP_PRIVATE_KEY' | 'FORGE_APP_PRIVATE_KEY_FILE'
+  'FORGE_TOKEN' | 'FORGE_APP_ID' | 'FORGE_APP_INSTALLATION_ID' | 'FORGE_APP_PRIVATE_KEY' | 'FORGE_APP_PRIVATE_KEY_FILE' | 'FORGE_APP_PUBLIC'
 >
 
 const APP_VARIABLES = ['FORGE_APP_ID', 'FORGE_APP_INSTALLATION_ID', 'FORGE_APP_PRIVATE_KEY', 'FORGE_APP_PRIVATE_KEY_FILE'] as const
@@ -37,6 +55,7 @@ const APP_VARIABLES = ['FORGE_APP_ID', 'FORGE_APP_INSTALLATION_ID', 'FORGE_APP_P
  * with one line per problem, naming the variables and never showing a value.
  */
 export function credentialsFrom(config: Readonly<CredentialSettings>, readKeyFile: (path: string) => string = (path) => readFileSync(path, 'utf8')): UpstreamCredentials {
+  if (config.FORGE_APP_PUBLIC === true) return publicAppCredentials(config, readKeyFile)
   const given = APP_VARIABLES.filter((name) => config[name] !== undefined)
   if (given.length === 0) return config.FORGE_TOKEN === undefined ? { kind: 'anonymous' } : { kind: 'token', token: config.FORGE_TOKEN }
 
@@ -49,6 +68,17 @@ export function credentialsFrom(config: Readonly<CredentialSettings>, readKeyFil
   const privateKey = readPrivateKey(config, named, readKeyFile, problems)
   if (problems.length > 0 || !privateKey) throw new ConfigError(problems)
   return { kind: 'app', appId: config.FORGE_APP_ID!, installationId: config.FORGE_APP_INSTALLATION_ID!, privateKey }
+}
+
+/** `FORGE_APP_PUBLIC=true`: the App's id and key are needed, the installation id is the optional default. */
+function publicAppCredentials(config: Readonly<CredentialSettings>, readKeyFile: (path: string) => string): UpstreamCredentials {
+  const problems: string[] = []
+  const named = 'FORGE_APP_PUBLIC=true'
+  if (config.FORGE_TOKEN !== undefined) problems.push(`FORGE_TOKEN must not be set with ${named}: use a personal token or a GitHub App, not both`)
+  if (config.FORGE_APP_ID === undefined) problems.push(`FORGE_APP_ID must be set with ${named}: a public GitHub App needs its id and its private key`)
+  const privateKey = readPrivateKey(config, named, readKeyFile, problems)
+  if (problems.length > 0 || !privateKey) throw new ConfigError(problems)
+  return { kind: 'public-app', appId: config.FORGE_APP_ID!, privateKey, defaultInstallationId: config.FORGE_APP_INSTALLATION_ID }
 }
 
 function readPrivateKey(config: Readonly<CredentialSettings>, named: string, readKeyFile: (path: string) => string, problems: string[]): KeyObject | undefined {

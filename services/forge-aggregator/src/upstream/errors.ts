@@ -56,6 +56,14 @@ export class UpstreamFailure extends UpstreamError {
   override readonly name: string = 'UpstreamFailure'
 }
 
+/**
+ * GitHub would not mint a token for the installation: it is gone (404) or suspended (403). A
+ * public App then calls about its account as about one without an installation.
+ */
+export class InstallationUnavailable extends UpstreamFailure {
+  override readonly name: string = 'InstallationUnavailable'
+}
+
 /** GitHub: after a 429 or a secondary rate limit without `Retry-After`, "wait at least one minute". */
 const DEFAULT_RATE_LIMIT_WAIT_SECONDS = 60
 /** How much of an upstream's error message a failure repeats. */

@@ -4,7 +4,7 @@ import { TypeCompiler } from '@sinclair/typebox/compiler'
 import type { FastifyBaseLogger } from 'fastify'
 import { parseJson } from '../parse-json.ts'
 import type { AppCredentials } from './credentials.ts'
-import { UpstreamFailure } from './errors.ts'
+import { InstallationUnavailable, UpstreamFailure } from './errors.ts'
 
 /**
  * GitHub: set `iat` 60 s in the past against clock drift; `exp` no more than 10 minutes ahead
@@ -51,6 +51,8 @@ export interface InstallationTokens {
   account(): Promise<InstallationAccount | undefined>
   /** Every credential this process holds now, for redaction. */
   secrets(): string[]
+  /** Whether a token is held now (`forge_app_installation_tokens_held`). */
+  held(): boolean
 }
 
 /** A GitHub App JWT (RS256) for `appId`, issued at `nowMs` on the service's clock. */
@@ -90,7 +92,8 @@ export function createInstallationTokens({ app, now, send, logger }: Installatio
     const body = statusCode === 201 ? parseJson(text) : undefined
     if (!InstallationToken.Check(body)) {
       // The upstream's words are not repeated: a refusal may quote what it was sent.
-      throw new UpstreamFailure(`GitHub App installation token request answered ${statusCode}${statusCode === 201 ? ' with an unexpected body' : ''}`, statusCode)
+      const message = `GitHub App installation token request answered ${statusCode}${statusCode === 201 ? ' with an unexpected body' : ''}`
+      throw statusCode === 404 || statusCode === 403 ? new InstallationUnavailable(message, statusCode) : new UpstreamFailure(message, statusCode)
     }
     const expiresAt = Date.parse(body.expires_at)
     previous = held?.token ?? previous
@@ -130,5 +133,6 @@ export function createInstallationTokens({ app, now, send, logger }: Installatio
       return account
     },
     secrets: () => [held?.token ?? '', previous, lastJwt].filter((secret) => secret !== ''),
+    held: () => held !== undefined,
   }
 }

@@ -1,12 +1,27 @@
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client'
 import type { BudgetState, RateLimitResource } from './budget.ts'
+import type { LookupOutcome } from './installations.ts'
+
+/**
+ * Whose credential a call goes with: none, a personal token, the App's default installation (the
+ * only one without `FORGE_APP_PUBLIC`), or the installation of the account the call is about.
+ * Never an installation's id: a public App may have any number.
+ */
+export type CredentialKind = 'anonymous' | 'token' | 'app-default' | 'app-account'
+const CREDENTIAL_KINDS: readonly CredentialKind[] = ['anonymous', 'token', 'app-default', 'app-account']
 
 /** What the upstream client reports (docs/monitoring.md, "Metrics"): its calls, their cost, and the budget they leave. */
 export interface UpstreamMetrics {
   /** One call answered `status` (an HTTP code, or `error` when no answer came) after `seconds`. */
   observeCall: (resource: RateLimitResource, status: number | 'error', seconds: number) => void
-  /** What the upstream last said of a resource's rate limit. */
+  /** What the upstream last said of a resource's rate limit (of the default credential: one installation's of a public App are not labelled). */
   observeBudget: (resource: RateLimitResource, state: BudgetState) => void
+  /** One call went (`sent`), or its credential's budget was spent and it did not (`budget_spent`). */
+  observeCredential: (kind: CredentialKind, outcome: 'sent' | 'budget_spent') => void
+  /** One lookup of an account's installation of a public App. */
+  observeLookup: (outcome: LookupOutcome) => void
+  /** How many installation tokens the process holds, read at each scrape. */
+  countHeldTokens: (count: () => number) => void
 }
 
 /**
@@ -53,7 +68,33 @@ export function createUpstreamMetrics(registry: Registry, reserve: number): Upst
     labelNames: ['resource'] as const,
     registers: [registry],
   })
+  const credentialCalls = new Counter({
+    name: 'forge_upstream_credential_calls_total',
+    help: 'Upstream calls by kind of credential: sent, or not made because that credential’s rate limit was spent',
+    labelNames: ['credential', 'outcome'] as const,
+    registers: [registry],
+  })
+  for (const credential of CREDENTIAL_KINDS) for (const outcome of ['sent', 'budget_spent']) credentialCalls.inc({ credential, outcome }, 0)
+  const lookups = new Counter({
+    name: 'forge_app_installation_lookups_total',
+    help: 'Lookups of an account’s installation of the public GitHub App (GET /users/{login}/installation), by outcome',
+    labelNames: ['outcome'] as const,
+    registers: [registry],
+  })
+  for (const outcome of ['installed', 'not_installed', 'failed']) lookups.inc({ outcome }, 0)
   return {
+    observeCredential: (credential, outcome) => credentialCalls.inc({ credential, outcome }),
+    observeLookup: (outcome) => lookups.inc({ outcome }),
+    // Counted where the tokens are, at each scrape: one client per app registers it once.
+    countHeldTokens: (count) =>
+      void new Gauge({
+        name: 'forge_app_installation_tokens_held',
+        help: 'GitHub App installation tokens this process holds (in memory only)',
+        registers: [registry],
+        collect() {
+          this.set(count())
+        },
+      }),
     observeCall: (resource, status, seconds) => {
       requests.inc({ resource, status: String(status) })
       duration.observe({ resource }, seconds)

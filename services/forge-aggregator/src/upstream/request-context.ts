@@ -13,4 +13,9 @@ export interface RequestContext {
    * are not made, so that what is left goes to users never seen (docs/design.md, "Rate-limit budget").
    */
   readonly revalidates: boolean
+  /**
+   * The account the calls are about (a `users` answer's login): a public GitHub App calls with that
+   * account's installation when it has one (docs/github-app.md, "A public App"); ignored otherwise.
+   */
+  readonly account?: string
 }

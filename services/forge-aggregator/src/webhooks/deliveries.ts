@@ -7,7 +7,8 @@ import type { RedisSubscriber } from '@repo/service-kit'
 import type { ResponseCache } from '../cache/response-cache.ts'
 import type { SharedCache } from '../shared-cache/plugin.ts'
 import { parseJson } from '../parse-json.ts'
-import type { Drops } from './events.ts'
+import type { AccountChange } from '../upstream/installations.ts'
+import type { Drops, InstallationChanges } from './events.ts'
 
 /** GitHub lets a delivery be redelivered for 3 days: a repeat is recognised that long. */
 export const DELIVERY_MEMORY_SECONDS = 3 * 24 * 60 * 60
@@ -41,11 +42,29 @@ export interface DeliveriesOptions {
   cache: ResponseCache
   /** Forgets the installation token (`ForgeClient.forgetInstallationToken`). */
   forgetInstallationToken: () => void
+  /** A public App's installations (`ForgeClient.installationsChanged` and `recordInstallations`). */
+  installations: {
+    changed(changes: InstallationChanges): void
+    record(accounts: readonly AccountChange[]): Promise<void>
+  }
   logger: FastifyBaseLogger
 }
 
 /** One message on the drops channel: the keys, the token, and the replica that sent it (it has done them). */
-const DropMessage = TypeCompiler.Compile(Type.Object({ from: Type.String(), keys: Type.Array(Type.String()), installationToken: Type.Boolean() }))
+const DropMessage = TypeCompiler.Compile(
+  Type.Object({
+    from: Type.String(),
+    keys: Type.Array(Type.String()),
+    installationToken: Type.Boolean(),
+    // A public App's installation changes; versions before them ignore the field.
+    installations: Type.Optional(
+      Type.Object({
+        accounts: Type.Array(Type.Object({ login: Type.String(), installation: Type.Union([Type.String(), Type.Null()]) })),
+        forget: Type.Array(Type.String()),
+      }),
+    ),
+  }),
+)
 
 // The delivery is remembered and the replicas told in one step: either both happen or neither.
 // The channel is an argument, not a key: a channel is not a key, and Redis Cluster routes by KEYS.
@@ -63,7 +82,7 @@ export function createDeliveries(options: DeliveriesOptions & { shared: SharedCa
 }
 
 /** Without a shared Redis: deliveries are remembered in this process (bounded) and drop its answers. */
-export function createLocalDeliveries({ cache, forgetInstallationToken }: DeliveriesOptions): Deliveries {
+export function createLocalDeliveries({ cache, forgetInstallationToken, installations }: DeliveriesOptions): Deliveries {
   const seen = new LRUCache<string, true>({ max: LOCAL_DELIVERIES, ttl: DELIVERY_MEMORY_SECONDS * 1000 })
   return {
     isRepeat: async ({ id, digest }) => seen.has(`id:${id}`) || seen.has(`body:${digest}`),
@@ -71,6 +90,7 @@ export function createLocalDeliveries({ cache, forgetInstallationToken }: Delive
       seen.set(`id:${id}`, true).set(`body:${digest}`, true)
       const dropping = Promise.all(drops.keys.map((key) => cache.dropEverywhere(key)))
       if (drops.installationToken) forgetInstallationToken()
+      if (drops.installations) installations.changed(drops.installations)
       return (await dropping).filter((age) => age !== undefined)
     },
   }
@@ -84,7 +104,7 @@ export function createLocalDeliveries({ cache, forgetInstallationToken }: Delive
  * hit costs nothing more: no replica asks Redis about drops.
  */
 export function createSharedDeliveries(options: DeliveriesOptions & { shared: Pick<SharedCache, 'connection' | 'keyFor'> }): Deliveries {
-  const { cache, forgetInstallationToken, shared } = options
+  const { cache, forgetInstallationToken, installations, shared } = options
   const { connection } = shared
   const channel = shared.keyFor('drops')
   const replica = randomUUID()
@@ -100,8 +120,11 @@ export function createSharedDeliveries(options: DeliveriesOptions & { shared: Pi
       // Every answer is dropped in memory before the first command to Redis is sent.
       const dropping = Promise.all(drops.keys.map((key) => cache.dropEverywhere(key)))
       if (drops.installationToken) forgetInstallationToken()
-      const ages = await dropping
-      const message = JSON.stringify({ from: replica, keys: drops.keys, installationToken: drops.installationToken })
+      // An installation gone stops being used here at once, and on the others once Redis says so.
+      const changes = drops.installations
+      if (changes) installations.changed(changes)
+      const [ages] = await Promise.all([dropping, changes && installations.record(changes.accounts)])
+      const message = JSON.stringify({ from: replica, keys: drops.keys, installationToken: drops.installationToken, installations: changes })
       await connection.run('EVAL', (client) =>
         client.eval(REMEMBER_AND_ANNOUNCE, { keys: keysOf(delivery), arguments: [String(DELIVERY_MEMORY_SECONDS), channel, message] }),
       )
@@ -116,7 +139,7 @@ export function createSharedDeliveries(options: DeliveriesOptions & { shared: Pi
  * is back every answer in memory is made stale; so is every answer on a message it cannot read.
  */
 function listenForDrops(subscriber: RedisSubscriber, options: DeliveriesOptions & { channel: string; replica: string }): void {
-  const { cache, forgetInstallationToken, logger, channel, replica } = options
+  const { cache, forgetInstallationToken, installations, logger, channel, replica } = options
   let lost = false
   subscriber.on('error', () => (lost = true))
   subscriber.on('ready', () => {
@@ -144,6 +167,7 @@ function listenForDrops(subscriber: RedisSubscriber, options: DeliveriesOptions 
     if (message.from === replica) return
     for (const key of message.keys) cache.drop(key)
     if (message.installationToken) forgetInstallationToken()
+    if (message.installations) installations.changed(message.installations)
     logger.debug({ keys: message.keys.length, installationToken: message.installationToken }, 'webhook drops heard from another replica')
   }
 }

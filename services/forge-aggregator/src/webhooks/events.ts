@@ -1,5 +1,6 @@
 import { Type, type TSchema } from '@sinclair/typebox'
 import { TypeCompiler } from '@sinclair/typebox/compiler'
+import type { AccountChange } from '../upstream/installations.ts'
 
 /**
  * What one delivery drops (docs/webhooks.md, "What a delivery drops"): the cache keys of the
@@ -11,10 +12,20 @@ export interface Drops {
   owner: string | undefined
   keys: string[]
   installationToken: boolean
+  /** A public App's installation changes: what every replica applies (`InstallationChanges`). */
+  installations?: InstallationChanges
+}
+
+/** What an `installation` delivery changes for a public App. */
+export interface InstallationChanges {
+  /** Accounts whose installation changed: the installation they have now, or none. */
+  accounts: AccountChange[]
+  /** Installations whose tokens go (uninstalled or suspended). */
+  forget: string[]
 }
 
 /** The events this service acts on, and `ping`, which GitHub sends when a webhook is set up. */
-export const KNOWN_EVENTS = ['star', 'fork', 'repository', 'push', 'issues', 'pull_request', 'installation', 'ping'] as const
+export const KNOWN_EVENTS = ['star', 'fork', 'repository', 'push', 'issues', 'pull_request', 'installation', 'installation_target', 'ping'] as const
 
 /** The `event` label of a delivery: a known event's name, else `other`, so a caller cannot grow the series. */
 export function eventLabel(event: string | undefined): string {
@@ -43,6 +54,16 @@ const ForkPayload = compile(Type.Object({ repository: Repository, forkee: Reposi
 const IssuePayload = compile(Type.Object({ action: Type.String(), issue: Type.Object({ user: Account }) }))
 const PullRequestPayload = compile(Type.Object({ action: Type.String(), pull_request: Type.Object({ user: Account }) }))
 const InstallationPayload = compile(Type.Object({ action: Type.String(), installation: Type.Object({ id: Type.Integer() }) }))
+const AccountInstallationPayload = compile(Type.Object({ action: Type.String(), installation: Type.Object({ id: Type.Integer(), account: Account }) }))
+/** An account that installed the App renamed: its installation, its new login and its old one. */
+const RenamedPayload = compile(
+  Type.Object({
+    action: Type.Literal('renamed'),
+    installation: Type.Object({ id: Type.Integer() }),
+    account: Account,
+    changes: Type.Object({ login: Type.Object({ from: Type.String({ minLength: 1 }) }) }),
+  }),
+)
 
 /** Star counts, the repositories listed and their order (updated, pushed), names and owners. */
 const REPOSITORY_EVENTS: ReadonlySet<string> = new Set(['star', 'push', 'repository'])
@@ -50,6 +71,8 @@ const REPOSITORY_EVENTS: ReadonlySet<string> = new Set(['star', 'push', 'reposit
 const ISSUE_ACTIONS: ReadonlySet<string> = new Set(['opened', 'closed', 'reopened', 'deleted', 'transferred'])
 const PULL_REQUEST_ACTIONS: ReadonlySet<string> = new Set(['opened', 'closed', 'reopened'])
 const INSTALLATION_ACTIONS: ReadonlySet<string> = new Set(['deleted', 'suspend'])
+/** A public App: the actions after which an account's installation is live. */
+const LIVE_INSTALLATION_ACTIONS: ReadonlySet<string> = new Set(['created', 'unsuspend'])
 
 /** An owner's answers and one repository's. */
 function ownerKeys(owner: string, repository: string): string[] {
@@ -62,9 +85,11 @@ const answersOf = (owner: string, keys: string[]): Drops => ({ owner, keys: [...
 /**
  * The drops of a delivery of `event` with `payload` (parsed JSON), or undefined when it changes
  * nothing this service answers: an event or an action it does not use, a payload without the
- * fields it reads, another installation's events. `installationId` is `FORGE_APP_INSTALLATION_ID`.
+ * fields it reads, another installation's events. `installationId` is `FORGE_APP_INSTALLATION_ID`;
+ * with `publicApp` (`FORGE_APP_PUBLIC`), every installation's events count (`installationDrops`).
  */
-export function dropsFor(event: string, payload: unknown, installationId: string | undefined): Drops | undefined {
+export function dropsFor(event: string, payload: unknown, installationId: string | undefined, publicApp = false): Drops | undefined {
+  if (publicApp && (event === 'installation' || event === 'installation_target')) return installationDrops(event, payload, installationId)
   if (REPOSITORY_EVENTS.has(event)) {
     if (!RepositoryPayload.Check(payload)) return undefined
     const { repository, changes } = payload
@@ -94,4 +119,42 @@ export function dropsFor(event: string, payload: unknown, installationId: string
     return { owner: undefined, keys: [], installationToken: true }
   }
   return undefined
+}
+
+/**
+ * A public App's `installation` and `installation_target` deliveries (docs/webhooks.md): an account
+ * installed it (or its installation was unsuspended), uninstalled or suspended it (its token goes;
+ * the default's too when it is the default), or renamed itself (its answers under the old login go).
+ */
+function installationDrops(event: string, payload: unknown, installationId: string | undefined): Drops | undefined {
+  if (event === 'installation_target') {
+    if (!RenamedPayload.Check(payload)) return undefined
+    const { account, changes } = payload
+    const installation = String(payload.installation.id)
+    const old = changes.login.from.toLowerCase()
+    return {
+      owner: account.login,
+      keys: [`users/${old}`, `repos/${old}`],
+      installationToken: false,
+      installations: {
+        accounts: [
+          { login: changes.login.from, installation: null },
+          { login: account.login, installation },
+        ],
+        forget: [],
+      },
+    }
+  }
+  if (!AccountInstallationPayload.Check(payload)) return undefined
+  const { action } = payload
+  const installation = String(payload.installation.id)
+  const login = payload.installation.account.login
+  if (LIVE_INSTALLATION_ACTIONS.has(action)) return { owner: login, keys: [], installationToken: false, installations: { accounts: [{ login, installation }], forget: [] } }
+  if (!INSTALLATION_ACTIONS.has(action)) return undefined
+  return {
+    owner: login,
+    keys: [],
+    installationToken: installation === installationId,
+    installations: { accounts: [{ login, installation: null }], forget: [installation] },
+  }
 }

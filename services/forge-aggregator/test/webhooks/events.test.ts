@@ -63,3 +63,39 @@ t.test('the event label is a known event or other', async (t) => {
   t.equal(eventLabel('x'.repeat(100)), 'other')
   t.equal(eventLabel(undefined), 'other')
 })
+
+t.test('a public App: every installation counts; its account and token go as the action says, the rename moves it', async (t) => {
+  const installation = (action: string, id = 7) => ({ action, installation: { id, account: { login: 'Mona' } } })
+  t.same(dropsFor('installation', installation('created'), '9001', true), {
+    owner: 'Mona',
+    keys: [],
+    installationToken: false,
+    installations: { accounts: [{ login: 'Mona', installation: '7' }], forget: [] },
+  })
+  t.same(dropsFor('installation', installation('unsuspend'), '9001', true)?.installations?.accounts, [{ login: 'Mona', installation: '7' }])
+  t.same(dropsFor('installation', installation('deleted'), '9001', true), {
+    owner: 'Mona',
+    keys: [],
+    installationToken: false,
+    installations: { accounts: [{ login: 'Mona', installation: null }], forget: ['7'] },
+  })
+  t.equal(dropsFor('installation', installation('suspend', 9001), '9001', true)?.installationToken, true, "the default's token goes too")
+  t.equal(dropsFor('installation', installation('new_permissions_accepted'), '9001', true), undefined)
+  t.equal(dropsFor('installation', { action: 'created', installation: { id: 7 } }, '9001', true), undefined, 'no account')
+  const renamed = { action: 'renamed', installation: { id: 7 }, account: { login: 'Mona-Lisa' }, changes: { login: { from: 'Mona' } } }
+  t.same(dropsFor('installation_target', renamed, undefined, true), {
+    owner: 'Mona-Lisa',
+    keys: ['users/mona', 'repos/mona'],
+    installationToken: false,
+    installations: {
+      accounts: [
+        { login: 'Mona', installation: null },
+        { login: 'Mona-Lisa', installation: '7' },
+      ],
+      forget: [],
+    },
+  })
+  t.equal(dropsFor('installation_target', { ...renamed, changes: { slug: { from: 'mona' } } }, undefined, true), undefined, 'an organization slug alone')
+  t.equal(dropsFor('installation_target', renamed, undefined), undefined, 'not a public App')
+  t.equal(eventLabel('installation_target'), 'installation_target')
+})
