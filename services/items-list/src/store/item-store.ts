@@ -4,12 +4,19 @@ import { RedisUnavailableError, type RedisCommands, type RedisConnection } from 
 import { createAcknowledgedAppends, type OneConnection } from './acknowledged-appends.ts'
 import {
   appendArguments,
-  ID_PREFIX,
+  chunkAfter,
+  chunksFrom,
+  decodeIndex,
+  FIRST_CHUNK,
+  HEADER_COUNT,
+  HEADER_ID,
+  idMember,
   INCONSISTENT,
-  LEGACY_MEMBER,
+  indexStart,
   listKeys,
+  liveNames,
   NO_LAYOUT,
-  TOMBSTONE,
+  isTombstone,
   type AppendOutcome,
   type ItemStoreScripts,
   type OnceOutcome,
@@ -204,7 +211,7 @@ export function createItemStore(connection: RedisConnection<ItemStoreScripts>, s
   const newListId = () => `${processId}${(made++).toString(36)}`
   // A fresh read's guess at the first chunks: those the last fresh read found (a list's first is
   // 1), so that reading a short list takes one round trip and one LRANGE per chunk it has.
-  let firstChunks = [1]
+  let firstChunks = [FIRST_CHUNK]
   let chunkBytes = 0
 
   /** A script's refusal (an error reply starting INCONSISTENT) as an `InconsistentListError`, reported. */
@@ -257,13 +264,13 @@ export function createItemStore(connection: RedisConnection<ItemStoreScripts>, s
       // The chunks to read are guessed (numbers run on, but for chunks deleted whole) and sent in
       // the same round trip as the index that says which exist; a wrong guess costs a step.
       const start = from?.chunk
-      const guesses = start === undefined ? firstChunks.slice(0, count) : Array.from({ length: count }, (_, index) => start + index)
+      const guesses = start === undefined ? firstChunks.slice(0, count) : chunksFrom(start, count)
       // One Promise.all for every command: when the connection drops, each one's failure is handled.
       const [headerId, members, ours, ...contents] = await onLayout('read', (client) =>
         Promise.all([
-          client.hGet(keys.header, 'id'),
-          client.zRange(keys.index, from ? from.chunk : '-inf', '+inf', { BY: 'SCORE', LIMIT: { offset: 0, count: count + 2 } }),
-          from && client.zScore(keys.index, `${ID_PREFIX}${from.listId}`),
+          client.hGet(keys.header, HEADER_ID),
+          client.zRange(keys.index, indexStart(from?.chunk), '+inf', { BY: 'SCORE', LIMIT: { offset: 0, count: count + 2 } }),
+          from && client.zScore(keys.index, idMember(from.listId)),
           ...guesses.map((chunk, position) => client.lRange(keys.chunk(chunk), position === 0 && from ? from.offset : 0, -1)),
         ]),
       )
@@ -273,28 +280,23 @@ export function createItemStore(connection: RedisConnection<ItemStoreScripts>, s
         throw new ForeignPositionError('the position is in another list')
       }
 
-      let listId = from?.listId
-      const chunks: number[] = []
-      let legacy = false
-      for (const member of members) {
-        if (member.startsWith(ID_PREFIX)) listId = member.slice(ID_PREFIX.length)
-        else if (member === LEGACY_MEMBER) legacy = true
-        else chunks.push(Number(member))
-      }
+      const index = decodeIndex(members)
+      const { chunks, legacy } = index
+      const listId = index.listId ?? from?.listId
       // The commands are not one atomic step: a list made or reset between two of them looks
       // the same as keys that disagree, which only a script can tell apart. No list at all is
       // checked too (rare: before the first append), for chunks left without their index and header.
       if (!from && (listId === undefined || (headerId ?? undefined) !== listId)) await check('read')
-      if (!from) firstChunks = chunks.length > 0 ? chunks : [1]
+      if (!from) firstChunks = chunks.length > 0 ? chunks : [FIRST_CHUNK]
       // Without an id there is no list at all yet: nothing to read.
       if (listId === undefined) return { listId, segments: [], next: undefined }
 
       const segments: Segment[] = []
       let bytes = 0
-      for (const [index, chunk] of chunks.entries()) {
-        if (guesses[index] !== chunk) break
-        const entries = contents[index]!
-        segments.push({ chunk, offset: index === 0 && from ? from.offset : 0, entries })
+      for (const [place, chunk] of chunks.entries()) {
+        if (guesses[place] !== chunk) break
+        const entries = contents[place]!
+        segments.push({ chunk, offset: place === 0 && from ? from.offset : 0, entries })
         for (const entry of entries) bytes += entry.length
       }
       if (segments.length > 0) chunkBytes = bytes / segments.length
@@ -304,7 +306,7 @@ export function createItemStore(connection: RedisConnection<ItemStoreScripts>, s
       if (following !== undefined) return { listId, segments, next: { listId, chunk: following, offset: 0 } }
       // Every chunk there is, is read; the legacy list, while there is one, moves into new chunks past the last.
       const last = segments.at(-1)?.chunk
-      if (last !== undefined) return { listId, segments, next: legacy ? { listId, chunk: last + 1, offset: 0 } : undefined }
+      if (last !== undefined) return { listId, segments, next: legacy ? { listId, chunk: chunkAfter(last), offset: 0 } : undefined }
       if (!legacy) return { listId, segments, next: undefined }
       await run('migrate_step', (client) => client.migrateStep(keys, newListId(), MIGRATE_STEP_CHUNKS))
       from = { listId, chunk: from?.chunk ?? 0, offset: 0 }
@@ -343,7 +345,7 @@ export function createItemStore(connection: RedisConnection<ItemStoreScripts>, s
       const step = await readChunks(position)
       for (const { chunk, offset, entries } of step.segments) {
         for (const [index, entry] of entries.entries()) {
-          if (entry === TOMBSTONE) continue
+          if (isTombstone(entry)) continue
           // One name past the limit: the next page starts with it.
           if (found.length === limit) return { names: found, next: { listId: step.listId!, chunk, offset: offset + index } }
           found.push(entry)
@@ -416,7 +418,7 @@ export function createItemStore(connection: RedisConnection<ItemStoreScripts>, s
     page,
     removeAll,
     async counts() {
-      const [names, unmigrated] = await run('counts', (client) => Promise.all([client.hGet(keys.header, 'count'), client.lLen(keys.legacy)]))
+      const [names, unmigrated] = await run('counts', (client) => Promise.all([client.hGet(keys.header, HEADER_COUNT), client.lLen(keys.legacy)]))
       return { names: Number(names ?? 0), unmigrated }
     },
     async migrate() {
@@ -431,9 +433,9 @@ export function createItemStore(connection: RedisConnection<ItemStoreScripts>, s
   }
 }
 
-/** A segment's live names: its entries without the tombstones of deleted ones. */
+/** A segment's live names. */
 function namesOf(segment: Segment): string[] {
-  return segment.entries.includes(TOMBSTONE) ? segment.entries.filter((entry) => entry !== TOMBSTONE) : segment.entries
+  return liveNames(segment.entries)
 }
 
 /** Redis answering that the key holds another type: an earlier version's list, not yet moved aside. */

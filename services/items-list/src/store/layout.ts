@@ -20,7 +20,7 @@ import { defineScript, type CommandParser, type RedisScripts } from 'redis'
 export const CHUNK_NAMES = 1_000
 
 /** A deleted name's place in its chunk. */
-export const TOMBSTONE = ''
+const TOMBSTONE = ''
 
 export interface ListKeys {
   index: string
@@ -45,8 +45,74 @@ export function listKeys(key: string): ListKeys {
 }
 
 /** The index's members that are not chunks. */
-export const ID_PREFIX = 'id:'
-export const LEGACY_MEMBER = 'legacy'
+const ID_PREFIX = 'id:'
+const LEGACY_MEMBER = 'legacy'
+
+/** The header's fields a read asks for (the scripts write them all). */
+export const HEADER_ID = 'id'
+export const HEADER_COUNT = 'count'
+
+/** A new list's first chunk: a fresh read guesses it before it knows better. */
+export const FIRST_CHUNK = 1
+
+/** The index's member that names the list `listId`. */
+export function idMember(listId: string): string {
+  return `${ID_PREFIX}${listId}`
+}
+
+/**
+ * Where a read of the index starts, by score: from a chunk's number, or from the start (-inf),
+ * which takes in the `id:` member and so the list's id.
+ */
+export function indexStart(chunk: number | undefined): number | '-inf' {
+  return chunk ?? '-inf'
+}
+
+/** What a run of the index's members says, in the order `ZRANGE … BYSCORE` gave them. */
+export interface IndexMembers {
+  /** The list's id, when the run began at -inf. */
+  listId: string | undefined
+  /** The chunks' numbers, in list order. */
+  chunks: number[]
+  /** An earlier version's list is still being moved in, after the last chunk. */
+  legacy: boolean
+}
+
+export function decodeIndex(members: readonly string[]): IndexMembers {
+  const decoded: IndexMembers = { listId: undefined, chunks: [], legacy: false }
+  for (const member of members) {
+    if (member.startsWith(ID_PREFIX)) decoded.listId = member.slice(ID_PREFIX.length)
+    else if (member === LEGACY_MEMBER) decoded.legacy = true
+    else decoded.chunks.push(Number(member))
+  }
+  return decoded
+}
+
+/**
+ * The `count` chunk numbers from `first` on: numbers run on, but for chunks deleted whole, so
+ * these are the chunks a read guesses it will find (the index says which exist).
+ */
+export function chunksFrom(first: number, count: number): number[] {
+  return Array.from({ length: count }, (_, index) => first + index)
+}
+
+/**
+ * The chunk an earlier version's list is moved into next, after `last` (0: none yet): the
+ * legacy list lies past the last chunk.
+ */
+export function chunkAfter(last: number): number {
+  return last + 1
+}
+
+/** A chunk's entry that stands for a deleted name. */
+export function isTombstone(entry: string): boolean {
+  return entry === TOMBSTONE
+}
+
+/** A chunk's live names: its entries without the tombstones of deleted ones. */
+export function liveNames(entries: string[]): string[] {
+  return entries.includes(TOMBSTONE) ? entries.filter((entry) => entry !== TOMBSTONE) : entries
+}
 
 /**
  * Every script's first line. Declared (shebang) scripts are refused whole when Redis is out of
