@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto'
 import { defineScript, type CommandParser, type RedisScripts } from 'redis'
 
 /**
@@ -31,6 +32,16 @@ export interface ListKeys {
   deleting(nameHash: string): string
   /** The record of an append made under an idempotency key. */
   idempotency(key: string): string
+}
+
+/**
+ * What identifies a name in the keys and records: a delete's lock is named after it, and an
+ * idempotency record holds it (the only field an append reads: other fields are ignored, so a
+ * body that differs only by them is the same request). Hashed so that both stay small whatever
+ * the name.
+ */
+export function nameFingerprint(name: string): string {
+  return createHash('sha256').update(name).digest('base64url')
 }
 
 export function listKeys(key: string): ListKeys {
@@ -374,10 +385,11 @@ return outcome
 })
 
 /**
- * One step of a delete: `busy` while another delete of the name holds its lock; `lost` when a
- * step after the first finds the lock expired or another delete's, and so did nothing.
+ * How a delete step went: `busy` while another delete of the name holds its lock; `lost` when a
+ * step after the first finds the lock expired or another delete's, and so did nothing; `more`
+ * with where the next step goes on; `done`.
  */
-export type RemoveStep = { state: 'busy' } | { state: 'lost' } | { state: 'done'; removed: number } | { state: 'more'; removed: number; from: number }
+export type DeleteProgress = { state: 'busy' } | { state: 'lost' } | { state: 'done'; removed: number } | { state: 'more'; removed: number; from: number }
 
 interface RemoveStepScript {
   parseCommand(
@@ -393,7 +405,7 @@ interface RemoveStepScript {
     lockMs: number,
     continuing: boolean,
   ): void
-  transformReply(this: void, reply: unknown): RemoveStep
+  transformReply(this: void, reply: unknown): DeleteProgress
 }
 
 /**
@@ -476,7 +488,7 @@ return {'more', removed, from}
     parser.pushKeys([keys.index, keys.header, lock])
     parser.push(listId, name, token, String(from), String(budgetMicros), String(lockMs), continuing ? '1' : '0')
   },
-  transformReply(reply: unknown): RemoveStep {
+  transformReply(reply: unknown): DeleteProgress {
     const [state, removed, from] = reply as [string, number?, number?]
     if (state === 'busy' || state === 'lost') return { state }
     if (state === 'done') return { state, removed: Number(removed) }
@@ -485,14 +497,14 @@ return {'more', removed, from}
 })
 
 /** What a migration step moved, and how many names are left to move. */
-export interface MigrateStep {
+export interface MigrationProgress {
   moved: number
   left: number
 }
 
 interface MigrateStepScript {
   parseCommand(this: void, parser: CommandParser, keys: ListKeys, listId: string, chunks: number): void
-  transformReply(this: void, reply: unknown): MigrateStep
+  transformReply(this: void, reply: unknown): MigrationProgress
 }
 
 /**
@@ -511,7 +523,7 @@ return {moved, redis.call('LLEN', legacy)}
     parser.pushKeys([keys.index, keys.header])
     parser.push(listId, String(chunks))
   },
-  transformReply(reply: unknown): MigrateStep {
+  transformReply(reply: unknown): MigrationProgress {
     const [moved, left] = reply as [number, number]
     return { moved, left }
   },
