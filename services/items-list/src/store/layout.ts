@@ -55,6 +55,13 @@ export function listKeys(key: string): ListKeys {
   }
 }
 
+/** The keys every script is given first (PRELUDE's KEYS[1] to KEYS[3]). */
+export type LayoutKeys = [index: string, header: string, legacy: string]
+
+export function layoutKeys(keys: ListKeys): LayoutKeys {
+  return [keys.index, keys.header, keys.legacy]
+}
+
 /** The index's members that are not chunks. */
 const ID_PREFIX = 'id:'
 const LEGACY_MEMBER = 'legacy'
@@ -140,7 +147,8 @@ const DECLARED = '#!lua'
 export const INCONSISTENT = 'INCONSISTENT'
 
 /**
- * Lua shared by every script. KEYS[1] is the index, KEYS[2] the header; ARGV[1] a fresh list id,
+ * Lua shared by every script. KEYS[1] is the index, KEYS[2] the header, KEYS[3] the legacy list
+ * (`layoutKeys`); ARGV[1] a fresh list id,
  * used only when the list does not exist yet. The header keeps the list's id too (`id`), so that
  * one O(1) `ZSCORE` tells whether the index is still the one the header counts for.
  *
@@ -159,9 +167,9 @@ export const INCONSISTENT = 'INCONSISTENT'
  * time is everyone's; COMMON_APPEND, below, runs the same four before this prelude is made.
  */
 const PRELUDE = `
-local index, header = KEYS[1], KEYS[2]
-local legacy = index .. ':legacy'
+local index, header, legacy = KEYS[1], KEYS[2], KEYS[3]
 local CAP = ${CHUNK_NAMES}
+-- Chunk keys are built here, not given in KEYS: which chunks a script touches is known only as it runs, so it cannot declare them, and the store cannot run on Redis Cluster.
 local function chunk(n) return index .. ':chunk:' .. n end
 
 local function diagnose()
@@ -311,12 +319,12 @@ export const NO_LAYOUT = 'nolayout'
  * ITEMS_MAX_COUNT as text.
  */
 export interface AppendArguments {
-  keys: [index: string, header: string]
+  keys: LayoutKeys
   maxCount: string
 }
 
 export function appendArguments(keys: ListKeys, maxCount: number): AppendArguments {
-  return { keys: [keys.index, keys.header], maxCount: String(maxCount) }
+  return { keys: layoutKeys(keys), maxCount: String(maxCount) }
 }
 
 interface AppendScript {
@@ -336,7 +344,7 @@ if outcome then return outcome end
 ${PRELUDE}
 return append(ARGV[2], tonumber(ARGV[3]))
 `,
-  NUMBER_OF_KEYS: 2,
+  NUMBER_OF_KEYS: 3,
   parseCommand(parser: CommandParser, list: AppendArguments, listId: string, name: string) {
     parser.pushKeys(list.keys)
     parser.push(listId, name, list.maxCount)
@@ -350,7 +358,7 @@ interface AppendOnceScript {
 }
 
 /**
- * KEYS[3]: the key's record. ARGV[2]: the name, ARGV[3]: ITEMS_MAX_COUNT, ARGV[4]: the name's
+ * KEYS[4]: the key's record. ARGV[2]: the name, ARGV[3]: ITEMS_MAX_COUNT, ARGV[4]: the name's
  * fingerprint, ARGV[5]: the record's lifetime (s). The record is read first, so that a retry of
  * an append stored before the list filled up still gets its first answer. One script: the append
  * and its record are stored together or not at all, and the append-only file keeps them together
@@ -359,13 +367,13 @@ interface AppendOnceScript {
  */
 const APPEND_ONCE: RedisScripts[string] & AppendOnceScript = defineScript({
   SCRIPT: `${DECLARED}
-local recorded = redis.call('GET', KEYS[3])
+local recorded = redis.call('GET', KEYS[4])
 if recorded then
   if recorded ~= ARGV[4] then return 'conflict' end
   ${PRELUDE}
   -- A replay's 201 says too that a read shows the name.
   refuseInconsistent()
-  redis.call('SET', KEYS[3], recorded, 'KEEPTTL')
+  redis.call('SET', KEYS[4], recorded, 'KEEPTTL')
   return 'replayed'
 end
 ${COMMON_APPEND}
@@ -373,10 +381,10 @@ if not outcome then
   ${PRELUDE}
   outcome = append(ARGV[2], tonumber(ARGV[3]))
 end
-if outcome == 'appended' then redis.call('SET', KEYS[3], ARGV[4], 'EX', ARGV[5]) end
+if outcome == 'appended' then redis.call('SET', KEYS[4], ARGV[4], 'EX', ARGV[5]) end
 return outcome
 `,
-  NUMBER_OF_KEYS: 3,
+  NUMBER_OF_KEYS: 4,
   parseCommand(parser: CommandParser, list: AppendArguments, listId: string, name: string, record: string, fingerprint: string, ttlSeconds: string) {
     parser.pushKeys([...list.keys, record])
     parser.push(listId, name, list.maxCount, fingerprint, ttlSeconds)
@@ -409,7 +417,7 @@ interface RemoveStepScript {
 }
 
 /**
- * KEYS[3]: the name's delete lock. ARGV[2]: the name, ARGV[3]: this delete's token, ARGV[4]: the
+ * KEYS[4]: the name's delete lock. ARGV[2]: the name, ARGV[3]: this delete's token, ARGV[4]: the
  * first chunk number to look at, ARGV[5]: the step's budget (µs, by Redis's own clock), ARGV[6]:
  * the lock's lifetime (ms), ARGV[7]: 1 for a step after this delete's first.
  *
@@ -431,7 +439,7 @@ const REMOVE_STEP: RedisScripts[string] & RemoveStepScript = defineScript({
   SCRIPT: `${DECLARED} flags=allow-oom
 ${PRELUDE}
 ensure()
-local lock, name, token, from = KEYS[3], ARGV[2], ARGV[3], tonumber(ARGV[4])
+local lock, name, token, from = KEYS[4], ARGV[2], ARGV[3], tonumber(ARGV[4])
 local holder = redis.call('GET', lock)
 if ARGV[7] == '1' then
   if holder ~= token then return {'lost'} end
@@ -472,7 +480,7 @@ end
 redis.call('SET', lock, token, 'PX', ARGV[6])
 return {'more', removed, from}
 `,
-  NUMBER_OF_KEYS: 3,
+  NUMBER_OF_KEYS: 4,
   parseCommand(
     parser: CommandParser,
     keys: ListKeys,
@@ -485,7 +493,7 @@ return {'more', removed, from}
     lockMs: number,
     continuing: boolean,
   ) {
-    parser.pushKeys([keys.index, keys.header, lock])
+    parser.pushKeys([...layoutKeys(keys), lock])
     parser.push(listId, name, token, String(from), String(budgetMicros), String(lockMs), continuing ? '1' : '0')
   },
   transformReply(reply: unknown): DeleteProgress {
@@ -518,9 +526,9 @@ ensure()
 local moved = migrate(tonumber(ARGV[2]))
 return {moved, redis.call('LLEN', legacy)}
 `,
-  NUMBER_OF_KEYS: 2,
+  NUMBER_OF_KEYS: 3,
   parseCommand(parser: CommandParser, keys: ListKeys, listId: string, chunks: number) {
-    parser.pushKeys([keys.index, keys.header])
+    parser.pushKeys(layoutKeys(keys))
     parser.push(listId, String(chunks))
   },
   transformReply(reply: unknown): MigrationProgress {
@@ -540,9 +548,9 @@ const CHECK: RedisScripts[string] & CheckScript = defineScript({
 ${PRELUDE}
 return diagnose() or ''
 `,
-  NUMBER_OF_KEYS: 2,
+  NUMBER_OF_KEYS: 3,
   parseCommand(parser: CommandParser, keys: ListKeys) {
-    parser.pushKeys([keys.index, keys.header])
+    parser.pushKeys(layoutKeys(keys))
   },
   transformReply: (reply: unknown) => (reply === '' ? undefined : String(reply)),
 })
@@ -574,9 +582,9 @@ redis.call('ZADD', index, '-inf', '${ID_PREFIX}' .. ARGV[1])
 redis.call('HSET', header, 'count', 0, 'id', ARGV[1], 'tail', tail, 'fill', CAP)
 return tail
 `,
-  NUMBER_OF_KEYS: 2,
+  NUMBER_OF_KEYS: 3,
   parseCommand(parser: CommandParser, keys: ListKeys, listId: string) {
-    parser.pushKeys([keys.index, keys.header])
+    parser.pushKeys(layoutKeys(keys))
     parser.push(listId)
   },
   transformReply: (reply: unknown) => Number(reply),
