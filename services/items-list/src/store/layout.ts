@@ -168,7 +168,7 @@ export const INCONSISTENT = 'INCONSISTENT'
  */
 const PRELUDE = `
 local index, header, legacy = KEYS[1], KEYS[2], KEYS[3]
-local CAP = ${CHUNK_NAMES}
+local CHUNK_NAMES = ${CHUNK_NAMES}
 -- Chunk keys are built here, not given in KEYS: which chunks a script touches is known only as it runs, so it cannot declare them, and the store cannot run on Redis Cluster.
 local function chunk(n) return index .. ':chunk:' .. n end
 
@@ -225,7 +225,7 @@ local function ensure()
     redis.call('ZADD', index, '-inf', '${ID_PREFIX}' .. id)
     redis.call('HSET', header, 'count', 0)
   end
-  redis.call('HSET', header, 'id', id, 'tail', 0, 'fill', CAP)
+  redis.call('HSET', header, 'id', id, 'tail', 0, 'fill', CHUNK_NAMES)
   return true
 end
 
@@ -234,7 +234,7 @@ local function migrate(chunks)
   local tail, fill = tonumber(at[1]), tonumber(at[2])
   local moved = 0
   for _ = 1, chunks do
-    local names = redis.call('LPOP', legacy, CAP)
+    local names = redis.call('LPOP', legacy, CHUNK_NAMES)
     if not names then break end
     tail = tail + 1
     redis.call('RPUSH', chunk(tail), unpack(names))
@@ -250,7 +250,7 @@ local function migrate(chunks)
   return moved
 end
 
--- 'full' at the cap; 'nolayout' when the layout must be made and ARGV[1] holds no id; else
+-- 'full' at the cap (maxCount, ITEMS_MAX_COUNT); 'nolayout' when the layout must be made and ARGV[1] holds no id; else
 -- appends the name, after the names an earlier version's list still holds.
 local function append(name, maxCount)
   local at = redis.call('HMGET', header, 'count', 'tail', 'fill', '${LEGACY_MEMBER}', 'id')
@@ -268,7 +268,7 @@ local function append(name, maxCount)
     redis.call('HSET', header, 'count', count + 1)
     return 'appended'
   end
-  if fill >= CAP then
+  if fill >= CHUNK_NAMES then
     tail, fill = tail + 1, 0
     redis.call('ZADD', index, tail, tail)
   end
@@ -466,7 +466,7 @@ while not finished and now() < deadline do
       redis.call('DEL', key)
       redis.call('ZREM', index, member)
       -- The next append must not write into the chunk again: a reader may hold a place in it.
-      if n == tonumber(redis.call('HGET', header, 'tail')) then redis.call('HSET', header, 'fill', CAP) end
+      if n == tonumber(redis.call('HGET', header, 'tail')) then redis.call('HSET', header, 'fill', CHUNK_NAMES) end
     end
     from = n + 1
     if now() >= deadline then break end
@@ -579,7 +579,7 @@ end
 while redis.call('EXISTS', chunk(tail + 1)) == 1 do tail = tail + 1 end
 redis.call('DEL', index, header, legacy)
 redis.call('ZADD', index, '-inf', '${ID_PREFIX}' .. ARGV[1])
-redis.call('HSET', header, 'count', 0, 'id', ARGV[1], 'tail', tail, 'fill', CAP)
+redis.call('HSET', header, 'count', 0, 'id', ARGV[1], 'tail', tail, 'fill', CHUNK_NAMES)
 return tail
 `,
   NUMBER_OF_KEYS: 3,
