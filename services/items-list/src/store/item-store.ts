@@ -119,11 +119,14 @@ async function countNames(list: ListClient): Promise<ListCounts> {
 }
 
 async function migrateAll(list: ListClient): Promise<number> {
-  for (let moved = 0; ; ) {
+  let moved = 0
+  let left: number
+  do {
     const step = await list.migrateStep(MIGRATE_STEP_CHUNKS)
     moved += step.moved
-    if (step.left === 0) return moved
-  }
+    left = step.left
+  } while (left > 0)
+  return moved
 }
 
 async function resetList(list: ListClient): Promise<number> {
