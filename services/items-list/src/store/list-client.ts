@@ -9,7 +9,7 @@ import type { StoreCommand } from './metrics.ts'
 export const MIGRATE_STEP_CHUNKS = 8
 
 /** What the store's parts send on the list's connection: commands on one client, answered together. */
-export type Send<T> = (client: RedisCommands<ItemStoreScripts>) => Promise<T>
+type Send<T> = (client: RedisCommands<ItemStoreScripts>) => Promise<T>
 
 /**
  * One list's keys, and how the store's parts send commands about it: each under its `StoreCommand`
