@@ -21,7 +21,7 @@ import Fastify from 'fastify'
 import { pino } from 'pino'
 import { createClient } from 'redis'
 import { AccessLog } from '@repo/service-kit'
-import { appendArguments, ITEM_STORE_SCRIPTS, listKeys, TOMBSTONE } from '../src/store/layout.ts'
+import { appendArguments, ITEM_STORE_SCRIPTS, listKeys, liveNames } from '../src/store/layout.ts'
 
 const KEYS = listKeys('items')
 const APPEND = appendArguments(KEYS, Number.MAX_SAFE_INTEGER)
@@ -51,8 +51,7 @@ const app = Fastify({
 })
 app.get('/items/', async (request, reply) => {
   const [, entries] = await Promise.all([redis.zRange(KEYS.index, '-inf', '+inf', { BY: 'SCORE', LIMIT: { offset: 0, count: 10 } }), redis.lRange(KEYS.chunk(1), 0, -1)])
-  // Without the tombstones of deleted names, as the layout is read.
-  const items = entries.includes(TOMBSTONE) ? entries.filter((entry) => entry !== TOMBSTONE) : entries
+  const items = liveNames(entries)
   return reply.header('x-request-id', request.id).headers(headers.GET).send(`{"items":${JSON.stringify(items)}}`)
 })
 app.post<{ Body: { name: string } }>('/items/', async (request, reply) => {

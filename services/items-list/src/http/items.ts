@@ -2,7 +2,7 @@ import { Readable } from 'node:stream'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyReply } from 'fastify'
 import { HttpError } from '@repo/http-errors'
-import { ForeignPositionError, type ItemStore, type ReadPosition } from '../store/item-store.ts'
+import { ForeignPositionError, type ItemStore, type Page, type ReadPosition } from '../store/item-store.ts'
 import { decodeCursor, encodeCursor } from './cursor.ts'
 import { Added, ErrorDetail, IdempotencyHeaders, ItemList, ItemNameParams, ListQuery, Message, NewItem, UNADDRESSABLE_NAMES } from './schemas.ts'
 
@@ -118,21 +118,27 @@ async function sendPage(reply: FastifyReply, store: ItemStore, from: ReadPositio
  * (the client sees it end without its last chunk, never a list that looks whole).
  */
 async function sendList(reply: FastifyReply, store: ItemStore, from: ReadPosition | undefined) {
-  const first = await store.read(from)
+  const gone = new AbortController()
+  const steps = store.steps(from, gone.signal)
+  // The first step always comes: nothing stops the read before it.
+  const first = (await steps.next()).value!
   reply.type(JSON_TYPE)
   if (!first.next) return reply.send(`{"items":${JSON.stringify(first.names)}}`)
-  // HEAD has no body: nothing more to read for it.
-  if (reply.request.method === 'HEAD') return reply.send(Readable.from([]))
-  const gone = new AbortController()
+  // HEAD has no body: nothing more to read for it, nor the step read ahead.
+  if (reply.request.method === 'HEAD') {
+    void steps.return()
+    return reply.send(Readable.from([]))
+  }
   reply.raw.once('close', () => gone.abort())
-  return reply.send(Readable.from(listBody(first.names, store.names(first.next, gone.signal)), { objectMode: false }))
+  return reply.send(Readable.from(listBody(first.names, steps), { objectMode: false }))
 }
 
 /** `{"items":[…]}`, a piece per read step: the names already read, then the rest as they come. */
-async function* listBody(first: string[], rest: AsyncIterable<string[]>): AsyncGenerator<string> {
+async function* listBody(first: string[], rest: AsyncIterable<Page>): AsyncGenerator<string> {
   yield `{"items":[${JSON.stringify(first).slice(1, -1)}`
   let separator = first.length > 0 ? ',' : ''
-  for await (const names of rest) {
+  for await (const { names } of rest) {
+    if (names.length === 0) continue
     yield `${separator}${JSON.stringify(names).slice(1, -1)}`
     separator = ','
   }

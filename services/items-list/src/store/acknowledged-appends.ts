@@ -46,17 +46,21 @@ export function createAcknowledgedAppends(appends: RedisConnection<ItemStoreScri
 
   async function sendGroups(client: RedisCommands<ItemStoreScripts>): Promise<void> {
     groupOut = true
-    while (waiting.length > 0) {
-      const group = waiting
-      waiting = []
-      // WAIT 0 would wait forever: a millisecond at least.
-      const waitMs = Math.max(1, Math.floor(waitBudgetMs - (performance.now() - group[0]!.askedAt)))
-      const outcomes = await onOneConnection(client, (connection) =>
-        Promise.allSettled([...group.map((member) => member.write(connection)), connection.wait(minReplicas, waitMs)]),
-      ).catch((error: unknown) => [...group, undefined].map((): PromiseRejectedResult => ({ status: 'rejected', reason: error })))
-      settle(group, outcomes, waitMs)
+    // Whatever throws, the flag falls: left up, it would hold every later append back for good.
+    try {
+      while (waiting.length > 0) {
+        const group = waiting
+        waiting = []
+        // WAIT 0 would wait forever: a millisecond at least.
+        const waitMs = Math.max(1, Math.floor(waitBudgetMs - (performance.now() - group[0]!.askedAt)))
+        const outcomes = await onOneConnection(client, (connection) =>
+          Promise.allSettled([...group.map((member) => member.write(connection)), connection.wait(minReplicas, waitMs)]),
+        ).catch((error: unknown) => [...group, undefined].map((): PromiseRejectedResult => ({ status: 'rejected', reason: error })))
+        settle(group, outcomes, waitMs)
+      }
+    } finally {
+      groupOut = false
     }
-    groupOut = false
   }
 
   /** Each member's own reply or error; a failed WAIT, or too few replicas, fails every write that succeeded. */

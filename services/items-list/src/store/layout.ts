@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto'
 import { defineScript, type CommandParser, type RedisScripts } from 'redis'
 
 /**
@@ -20,7 +21,7 @@ import { defineScript, type CommandParser, type RedisScripts } from 'redis'
 export const CHUNK_NAMES = 1_000
 
 /** A deleted name's place in its chunk. */
-export const TOMBSTONE = ''
+const TOMBSTONE = ''
 
 export interface ListKeys {
   index: string
@@ -31,6 +32,16 @@ export interface ListKeys {
   deleting(nameHash: string): string
   /** The record of an append made under an idempotency key. */
   idempotency(key: string): string
+}
+
+/**
+ * What identifies a name in the keys and records: a delete's lock is named after it, and an
+ * idempotency record holds it (the only field an append reads: other fields are ignored, so a
+ * body that differs only by them is the same request). Hashed so that both stay small whatever
+ * the name.
+ */
+export function nameFingerprint(name: string): string {
+  return createHash('sha256').update(name).digest('base64url')
 }
 
 export function listKeys(key: string): ListKeys {
@@ -44,9 +55,82 @@ export function listKeys(key: string): ListKeys {
   }
 }
 
+/** The keys every script is given first (PRELUDE's KEYS[1] to KEYS[3]). */
+export type LayoutKeys = [index: string, header: string, legacy: string]
+
+export function layoutKeys(keys: ListKeys): LayoutKeys {
+  return [keys.index, keys.header, keys.legacy]
+}
+
 /** The index's members that are not chunks. */
-export const ID_PREFIX = 'id:'
-export const LEGACY_MEMBER = 'legacy'
+const ID_PREFIX = 'id:'
+const LEGACY_MEMBER = 'legacy'
+
+/** The header's fields a read asks for (the scripts write them all). */
+export const HEADER_ID = 'id'
+export const HEADER_COUNT = 'count'
+
+/** A new list's first chunk: a fresh read guesses it before it knows better. */
+export const FIRST_CHUNK = 1
+
+/** The index's member that names the list `listId`. */
+export function idMember(listId: string): string {
+  return `${ID_PREFIX}${listId}`
+}
+
+/**
+ * Where a read of the index starts, by score: from a chunk's number, or from the start (-inf),
+ * which takes in the `id:` member and so the list's id.
+ */
+export function indexStart(chunk: number | undefined): number | '-inf' {
+  return chunk ?? '-inf'
+}
+
+/** What a run of the index's members says, in the order `ZRANGE … BYSCORE` gave them. */
+export interface IndexMembers {
+  /** The list's id, when the run began at -inf. */
+  listId: string | undefined
+  /** The chunks' numbers, in list order. */
+  chunks: number[]
+  /** An earlier version's list is still being moved in, after the last chunk. */
+  legacy: boolean
+}
+
+export function decodeIndex(members: readonly string[]): IndexMembers {
+  const decoded: IndexMembers = { listId: undefined, chunks: [], legacy: false }
+  for (const member of members) {
+    if (member.startsWith(ID_PREFIX)) decoded.listId = member.slice(ID_PREFIX.length)
+    else if (member === LEGACY_MEMBER) decoded.legacy = true
+    else decoded.chunks.push(Number(member))
+  }
+  return decoded
+}
+
+/**
+ * The `count` chunk numbers from `first` on: numbers run on, but for chunks deleted whole, so
+ * these are the chunks a read guesses it will find (the index says which exist).
+ */
+export function chunksFrom(first: number, count: number): number[] {
+  return Array.from({ length: count }, (_, index) => first + index)
+}
+
+/**
+ * The chunk an earlier version's list is moved into next, after `last` (0: none yet): the
+ * legacy list lies past the last chunk.
+ */
+export function chunkAfter(last: number): number {
+  return last + 1
+}
+
+/** A chunk's entry that stands for a deleted name. */
+export function isTombstone(entry: string): boolean {
+  return entry === TOMBSTONE
+}
+
+/** A chunk's live names: its entries without the tombstones of deleted ones. */
+export function liveNames(entries: string[]): string[] {
+  return entries.includes(TOMBSTONE) ? entries.filter((entry) => entry !== TOMBSTONE) : entries
+}
 
 /**
  * Every script's first line. Declared (shebang) scripts are refused whole when Redis is out of
@@ -63,7 +147,8 @@ const DECLARED = '#!lua'
 export const INCONSISTENT = 'INCONSISTENT'
 
 /**
- * Lua shared by every script. KEYS[1] is the index, KEYS[2] the header; ARGV[1] a fresh list id,
+ * Lua shared by every script. KEYS[1] is the index, KEYS[2] the header, KEYS[3] the legacy list
+ * (`layoutKeys`); ARGV[1] a fresh list id,
  * used only when the list does not exist yet. The header keeps the list's id too (`id`), so that
  * one O(1) `ZSCORE` tells whether the index is still the one the header counts for.
  *
@@ -82,9 +167,9 @@ export const INCONSISTENT = 'INCONSISTENT'
  * time is everyone's; COMMON_APPEND, below, runs the same four before this prelude is made.
  */
 const PRELUDE = `
-local index, header = KEYS[1], KEYS[2]
-local legacy = index .. ':legacy'
-local CAP = ${CHUNK_NAMES}
+local index, header, legacy = KEYS[1], KEYS[2], KEYS[3]
+local CHUNK_NAMES = ${CHUNK_NAMES}
+-- Chunk keys are built here, not given in KEYS: which chunks a script touches is known only as it runs, so it cannot declare them, and the store cannot run on Redis Cluster.
 local function chunk(n) return index .. ':chunk:' .. n end
 
 local function diagnose()
@@ -140,7 +225,7 @@ local function ensure()
     redis.call('ZADD', index, '-inf', '${ID_PREFIX}' .. id)
     redis.call('HSET', header, 'count', 0)
   end
-  redis.call('HSET', header, 'id', id, 'tail', 0, 'fill', CAP)
+  redis.call('HSET', header, 'id', id, 'tail', 0, 'fill', CHUNK_NAMES)
   return true
 end
 
@@ -149,7 +234,7 @@ local function migrate(chunks)
   local tail, fill = tonumber(at[1]), tonumber(at[2])
   local moved = 0
   for _ = 1, chunks do
-    local names = redis.call('LPOP', legacy, CAP)
+    local names = redis.call('LPOP', legacy, CHUNK_NAMES)
     if not names then break end
     tail = tail + 1
     redis.call('RPUSH', chunk(tail), unpack(names))
@@ -165,7 +250,7 @@ local function migrate(chunks)
   return moved
 end
 
--- 'full' at the cap; 'nolayout' when the layout must be made and ARGV[1] holds no id; else
+-- 'full' at the cap (maxCount, ITEMS_MAX_COUNT); 'nolayout' when the layout must be made and ARGV[1] holds no id; else
 -- appends the name, after the names an earlier version's list still holds.
 local function append(name, maxCount)
   local at = redis.call('HMGET', header, 'count', 'tail', 'fill', '${LEGACY_MEMBER}', 'id')
@@ -183,7 +268,7 @@ local function append(name, maxCount)
     redis.call('HSET', header, 'count', count + 1)
     return 'appended'
   end
-  if fill >= CAP then
+  if fill >= CHUNK_NAMES then
     tail, fill = tail + 1, 0
     redis.call('ZADD', index, tail, tail)
   end
@@ -234,12 +319,12 @@ export const NO_LAYOUT = 'nolayout'
  * ITEMS_MAX_COUNT as text.
  */
 export interface AppendArguments {
-  keys: [index: string, header: string]
+  keys: LayoutKeys
   maxCount: string
 }
 
 export function appendArguments(keys: ListKeys, maxCount: number): AppendArguments {
-  return { keys: [keys.index, keys.header], maxCount: String(maxCount) }
+  return { keys: layoutKeys(keys), maxCount: String(maxCount) }
 }
 
 interface AppendScript {
@@ -259,7 +344,7 @@ if outcome then return outcome end
 ${PRELUDE}
 return append(ARGV[2], tonumber(ARGV[3]))
 `,
-  NUMBER_OF_KEYS: 2,
+  NUMBER_OF_KEYS: 3,
   parseCommand(parser: CommandParser, list: AppendArguments, listId: string, name: string) {
     parser.pushKeys(list.keys)
     parser.push(listId, name, list.maxCount)
@@ -273,7 +358,7 @@ interface AppendOnceScript {
 }
 
 /**
- * KEYS[3]: the key's record. ARGV[2]: the name, ARGV[3]: ITEMS_MAX_COUNT, ARGV[4]: the name's
+ * KEYS[4]: the key's record. ARGV[2]: the name, ARGV[3]: ITEMS_MAX_COUNT, ARGV[4]: the name's
  * fingerprint, ARGV[5]: the record's lifetime (s). The record is read first, so that a retry of
  * an append stored before the list filled up still gets its first answer. One script: the append
  * and its record are stored together or not at all, and the append-only file keeps them together
@@ -282,13 +367,13 @@ interface AppendOnceScript {
  */
 const APPEND_ONCE: RedisScripts[string] & AppendOnceScript = defineScript({
   SCRIPT: `${DECLARED}
-local recorded = redis.call('GET', KEYS[3])
+local recorded = redis.call('GET', KEYS[4])
 if recorded then
   if recorded ~= ARGV[4] then return 'conflict' end
   ${PRELUDE}
   -- A replay's 201 says too that a read shows the name.
   refuseInconsistent()
-  redis.call('SET', KEYS[3], recorded, 'KEEPTTL')
+  redis.call('SET', KEYS[4], recorded, 'KEEPTTL')
   return 'replayed'
 end
 ${COMMON_APPEND}
@@ -296,10 +381,10 @@ if not outcome then
   ${PRELUDE}
   outcome = append(ARGV[2], tonumber(ARGV[3]))
 end
-if outcome == 'appended' then redis.call('SET', KEYS[3], ARGV[4], 'EX', ARGV[5]) end
+if outcome == 'appended' then redis.call('SET', KEYS[4], ARGV[4], 'EX', ARGV[5]) end
 return outcome
 `,
-  NUMBER_OF_KEYS: 3,
+  NUMBER_OF_KEYS: 4,
   parseCommand(parser: CommandParser, list: AppendArguments, listId: string, name: string, record: string, fingerprint: string, ttlSeconds: string) {
     parser.pushKeys([...list.keys, record])
     parser.push(listId, name, list.maxCount, fingerprint, ttlSeconds)
@@ -308,10 +393,11 @@ return outcome
 })
 
 /**
- * One step of a delete: `busy` while another delete of the name holds its lock; `lost` when a
- * step after the first finds the lock expired or another delete's, and so did nothing.
+ * How a delete step went: `busy` while another delete of the name holds its lock; `lost` when a
+ * step after the first finds the lock expired or another delete's, and so did nothing; `more`
+ * with where the next step goes on; `done`.
  */
-export type RemoveStep = { state: 'busy' } | { state: 'lost' } | { state: 'done'; removed: number } | { state: 'more'; removed: number; from: number }
+export type DeleteProgress = { state: 'busy' } | { state: 'lost' } | { state: 'done'; removed: number } | { state: 'more'; removed: number; from: number }
 
 interface RemoveStepScript {
   parseCommand(
@@ -327,11 +413,11 @@ interface RemoveStepScript {
     lockMs: number,
     continuing: boolean,
   ): void
-  transformReply(this: void, reply: unknown): RemoveStep
+  transformReply(this: void, reply: unknown): DeleteProgress
 }
 
 /**
- * KEYS[3]: the name's delete lock. ARGV[2]: the name, ARGV[3]: this delete's token, ARGV[4]: the
+ * KEYS[4]: the name's delete lock. ARGV[2]: the name, ARGV[3]: this delete's token, ARGV[4]: the
  * first chunk number to look at, ARGV[5]: the step's budget (µs, by Redis's own clock), ARGV[6]:
  * the lock's lifetime (ms), ARGV[7]: 1 for a step after this delete's first.
  *
@@ -353,7 +439,7 @@ const REMOVE_STEP: RedisScripts[string] & RemoveStepScript = defineScript({
   SCRIPT: `${DECLARED} flags=allow-oom
 ${PRELUDE}
 ensure()
-local lock, name, token, from = KEYS[3], ARGV[2], ARGV[3], tonumber(ARGV[4])
+local lock, name, token, from = KEYS[4], ARGV[2], ARGV[3], tonumber(ARGV[4])
 local holder = redis.call('GET', lock)
 if ARGV[7] == '1' then
   if holder ~= token then return {'lost'} end
@@ -380,7 +466,7 @@ while not finished and now() < deadline do
       redis.call('DEL', key)
       redis.call('ZREM', index, member)
       -- The next append must not write into the chunk again: a reader may hold a place in it.
-      if n == tonumber(redis.call('HGET', header, 'tail')) then redis.call('HSET', header, 'fill', CAP) end
+      if n == tonumber(redis.call('HGET', header, 'tail')) then redis.call('HSET', header, 'fill', CHUNK_NAMES) end
     end
     from = n + 1
     if now() >= deadline then break end
@@ -394,7 +480,7 @@ end
 redis.call('SET', lock, token, 'PX', ARGV[6])
 return {'more', removed, from}
 `,
-  NUMBER_OF_KEYS: 3,
+  NUMBER_OF_KEYS: 4,
   parseCommand(
     parser: CommandParser,
     keys: ListKeys,
@@ -407,10 +493,10 @@ return {'more', removed, from}
     lockMs: number,
     continuing: boolean,
   ) {
-    parser.pushKeys([keys.index, keys.header, lock])
+    parser.pushKeys([...layoutKeys(keys), lock])
     parser.push(listId, name, token, String(from), String(budgetMicros), String(lockMs), continuing ? '1' : '0')
   },
-  transformReply(reply: unknown): RemoveStep {
+  transformReply(reply: unknown): DeleteProgress {
     const [state, removed, from] = reply as [string, number?, number?]
     if (state === 'busy' || state === 'lost') return { state }
     if (state === 'done') return { state, removed: Number(removed) }
@@ -419,14 +505,14 @@ return {'more', removed, from}
 })
 
 /** What a migration step moved, and how many names are left to move. */
-export interface MigrateStep {
+export interface MigrationProgress {
   moved: number
   left: number
 }
 
 interface MigrateStepScript {
   parseCommand(this: void, parser: CommandParser, keys: ListKeys, listId: string, chunks: number): void
-  transformReply(this: void, reply: unknown): MigrateStep
+  transformReply(this: void, reply: unknown): MigrationProgress
 }
 
 /**
@@ -440,12 +526,12 @@ ensure()
 local moved = migrate(tonumber(ARGV[2]))
 return {moved, redis.call('LLEN', legacy)}
 `,
-  NUMBER_OF_KEYS: 2,
+  NUMBER_OF_KEYS: 3,
   parseCommand(parser: CommandParser, keys: ListKeys, listId: string, chunks: number) {
-    parser.pushKeys([keys.index, keys.header])
+    parser.pushKeys(layoutKeys(keys))
     parser.push(listId, String(chunks))
   },
-  transformReply(reply: unknown): MigrateStep {
+  transformReply(reply: unknown): MigrationProgress {
     const [moved, left] = reply as [number, number]
     return { moved, left }
   },
@@ -462,9 +548,9 @@ const CHECK: RedisScripts[string] & CheckScript = defineScript({
 ${PRELUDE}
 return diagnose() or ''
 `,
-  NUMBER_OF_KEYS: 2,
+  NUMBER_OF_KEYS: 3,
   parseCommand(parser: CommandParser, keys: ListKeys) {
-    parser.pushKeys([keys.index, keys.header])
+    parser.pushKeys(layoutKeys(keys))
   },
   transformReply: (reply: unknown) => (reply === '' ? undefined : String(reply)),
 })
@@ -493,12 +579,12 @@ end
 while redis.call('EXISTS', chunk(tail + 1)) == 1 do tail = tail + 1 end
 redis.call('DEL', index, header, legacy)
 redis.call('ZADD', index, '-inf', '${ID_PREFIX}' .. ARGV[1])
-redis.call('HSET', header, 'count', 0, 'id', ARGV[1], 'tail', tail, 'fill', CAP)
+redis.call('HSET', header, 'count', 0, 'id', ARGV[1], 'tail', tail, 'fill', CHUNK_NAMES)
 return tail
 `,
-  NUMBER_OF_KEYS: 2,
+  NUMBER_OF_KEYS: 3,
   parseCommand(parser: CommandParser, keys: ListKeys, listId: string) {
-    parser.pushKeys([keys.index, keys.header])
+    parser.pushKeys(layoutKeys(keys))
     parser.push(listId)
   },
   transformReply: (reply: unknown) => Number(reply),

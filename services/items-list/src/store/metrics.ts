@@ -63,10 +63,13 @@ export function createInconsistencyMetric(registry: Registry): (command: StoreCo
   return (command) => refused.inc({ command })
 }
 
-/** What `createListMetrics` reads from Redis at each scrape. */
+
+/** What `createListMetrics` reads from Redis at each scrape (the store's `counts()`). */
 export interface ListCounts {
-  names: number
-  unmigrated: number
+  /** Names in the list. */
+  nameCount: number
+  /** Of them, names an earlier version's list still holds, to be moved into the chunks. */
+  unmigratedNameCount: number
 }
 
 /**
@@ -94,7 +97,7 @@ export function createListMetrics(registry: Registry, maxCount: number, counts: 
         if (counted) this.set(figure(counted))
       },
     })
-  gaugeOf('items_list_names', 'Names in the list', (counts) => counts.names)
-  gaugeOf('items_list_unmigrated_names', "Names of an earlier version's list not yet moved into the chunks (0 once an upgrade is done)", (counts) => counts.unmigrated)
+  gaugeOf('items_list_names', 'Names in the list', (counts) => counts.nameCount)
+  gaugeOf('items_list_unmigrated_names', "Names of an earlier version's list not yet moved into the chunks (0 once an upgrade is done)", (counts) => counts.unmigratedNameCount)
   new Gauge({ name: 'items_list_max_names', help: 'ITEMS_MAX_COUNT: appends past it are refused (507)', registers: [registry] }).set(maxCount)
 }

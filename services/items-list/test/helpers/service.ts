@@ -95,15 +95,15 @@ export async function clearList(inspector: Inspector, key: string): Promise<void
  * in one script, so that a step of the service's move between two reads cannot tear the answer.
  */
 export async function storedList(inspector: Pick<Inspector, 'eval'>, key: string): Promise<string[]> {
-  return (await inspector.eval(STORED_LIST, { keys: [key] })) as string[]
+  return (await inspector.eval(STORED_LIST, { keys: [key, `${key}:legacy`] })) as string[]
 }
 
 const STORED_LIST = `#!lua flags=no-writes
-local key = KEYS[1]
+local key, legacy = KEYS[1], KEYS[2]
 if redis.call('TYPE', key).ok == 'list' then return redis.call('LRANGE', key, 0, -1) end
 local names = {}
 for _, member in ipairs(redis.call('ZRANGE', key, '-inf', '+inf', 'BYSCORE')) do
-  local part = string.match(member, '^%d+$') and (key .. ':chunk:' .. member) or (member == 'legacy' and (key .. ':legacy'))
+  local part = string.match(member, '^%d+$') and (key .. ':chunk:' .. member) or (member == 'legacy' and legacy)
   if part then
     for _, name in ipairs(redis.call('LRANGE', part, 0, -1)) do
       if name ~= '' then names[#names + 1] = name end

@@ -117,6 +117,26 @@ t.test('a read that is the first to meet the earlier list moves it aside and in,
   t.equal(await inspector.type('items'), 'zset')
 })
 
+t.test('a read that reaches the earlier list past a gap (the tail chunk deleted whole mid-move) reads on over it, every name once and in order', async (t) => {
+  const { app, inspector } = await buildService(t)
+  await clearList(inspector, 'items')
+  const names = everyName(2_500)
+  // Mid-move, as a delete leaves it when it empties the tail chunk (3): the header's tail stays 3,
+  // so the next step of the move fills chunk 4, and a read that left chunk 2 for chunk 3 finds none.
+  await inspector.rPush('items:chunk:1', names.slice(0, 1_000))
+  await inspector.rPush('items:chunk:2', names.slice(1_000, 2_000))
+  await inspector.rPush('items:legacy', names.slice(2_000))
+  await inspector.zAdd('items', [
+    { score: -Infinity, value: 'id:mid-move' },
+    { score: 1, value: '1' },
+    { score: 2, value: '2' },
+    { score: Infinity, value: 'legacy' },
+  ])
+  await inspector.hSet('items:header', { count: names.length, id: 'mid-move', tail: 3, fill: 1_000, legacy: 1 })
+  t.same((await app.inject({ method: 'GET', url: '/items/' })).json(), { items: names })
+  t.same(await inspector.zRange('items', 0, -1), ['id:mid-move', '1', '2', '4'], 'the rest moved in past the gap')
+})
+
 t.test('the background move’s retries are a second apart at most: a move Redis held off for seconds resumes within about a second of its return', async (t) => {
   // Durable, so that the earlier list written before the stop is there again at the start.
   const redis = await startPrivateRedis()
