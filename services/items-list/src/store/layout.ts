@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto'
 import { defineScript, type CommandParser, type RedisScripts } from 'redis'
 
 /**
- * How the list is laid out in Redis (docs/design.md, "The list in chunks"). Under `ITEMS_KEY`:
+ * How the list is laid out in Redis (docs/list.md, "How the list is kept"). Under `ITEMS_KEY`:
  *
  * - `<key>`, the index: a sorted set of the chunks' numbers (score = number), in list order; also
  *   `id:<list id>` at -inf (so that a cursor can name its list, and the set is never empty) and,

@@ -13,7 +13,7 @@ import {
 } from './layout.ts'
 import { MIGRATE_STEP_CHUNKS, onLayout, type ListClient } from './list-client.ts'
 
-/** Where a read goes on from: a chunk's number and a place in it (docs/design.md, "The list in chunks"). */
+/** Where a read goes on from: a chunk's number and a place in it (docs/list.md, "How the list is kept"). */
 export interface ReadPosition {
   /** The list this place is in: a place in another list means nothing here. */
   listId: string
