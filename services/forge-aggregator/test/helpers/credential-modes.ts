@@ -22,7 +22,16 @@ export interface CredentialMode {
   accountCredential: 'anonymous' | 'app-account' | 'app-default'
   /** Whether the service asks each account's installation (a public App). */
   looksUp: boolean
+  /**
+   * Whether calls not about an account (`repos`) carry an installation token: the default
+   * installation's. A refused token (401) is renewed once and the call asked again: such a
+   * failure costs two calls where the anonymous mode's costs one.
+   */
+  defaultToken: boolean
 }
+
+/** How many times a call answered 401 is asked: twice with an installation token (renewed once), once without. */
+export const askedOn401 = (withToken: boolean): number => (withToken ? 2 : 1)
 
 export const PUBLIC_APP_ID = '626262'
 /** The installation of every account the tests name, in the installed mode: one, so that a budget a test spends is the one its other accounts share, as in the other modes. */
@@ -36,16 +45,17 @@ const privateKeyPem = generateKeyPairSync('rsa', { modulusLength: 2048 }).privat
 const publicApp: TestEnv = { FORGE_APP_PUBLIC: 'true', FORGE_APP_ID: PUBLIC_APP_ID, FORGE_APP_PRIVATE_KEY: privateKeyPem }
 
 export const CREDENTIAL_MODES: readonly CredentialMode[] = [
-  { name: 'anonymous', env: {}, accountCredential: 'anonymous', looksUp: false },
+  { name: 'anonymous', env: {}, accountCredential: 'anonymous', looksUp: false, defaultToken: false },
   {
     name: 'public App, installed account',
     env: { ...publicApp, FORGE_APP_INSTALLATION_ID: DEFAULT_INSTALLATION },
     accountInstallation: ACCOUNT_INSTALLATION,
     accountCredential: 'app-account',
     looksUp: true,
+    defaultToken: true,
   },
-  { name: 'public App, account without installation: the default installation', env: { ...publicApp, FORGE_APP_INSTALLATION_ID: DEFAULT_INSTALLATION }, accountCredential: 'app-default', looksUp: true },
-  { name: 'public App, account without installation and no default: anonymous', env: publicApp, accountCredential: 'anonymous', looksUp: true },
+  { name: 'public App, account without installation: the default installation', env: { ...publicApp, FORGE_APP_INSTALLATION_ID: DEFAULT_INSTALLATION }, accountCredential: 'app-default', looksUp: true, defaultToken: true },
+  { name: 'public App, account without installation and no default: anonymous', env: publicApp, accountCredential: 'anonymous', looksUp: true, defaultToken: false },
 ]
 
 /** The App's own calls nock answered (App quota): accounts looked up and installations minted for, in order. */
