@@ -70,6 +70,7 @@ t.test('no credential is written in the base; the token, or the GitHub App, come
     fromApp('FORGE_APP_ID'),
     fromApp('FORGE_APP_INSTALLATION_ID'),
     fromApp('FORGE_APP_PRIVATE_KEY'),
+    fromApp('FORGE_APP_PUBLIC'),
   ])
 })
 

@@ -28,6 +28,7 @@ t.test('every alert of alerts.yml has a unit test in which it fires', async (t) 
   t.same(alerts.filter((alert) => !firing.has(alert!)), [], 'alerts without a test in which they fire')
   t.same(alerts.filter((alert) => !silent.has(alert!)), [], 'alerts without a test in which they stay silent')
   t.same(alerts.sort(), [
+    'ForgeAppInstallationLookupsFailing',
     'ForgeServingStale',
     'ForgeSharedStoreDown',
     'ForgeUpstreamBudgetBelowReserve',
@@ -39,5 +40,5 @@ t.test('every alert of alerts.yml has a unit test in which it fires', async (t) 
     'ItemsListNearCap',
     'ItemsStoreDown',
     'ItemsStoreInconsistent',
-  ], 'the alerts docs/monitoring.md, "Alerts" lists, the shared cache’s store, the list’s cap and keys, and the webhook’s deliveries')
+  ], 'the alerts docs/monitoring.md, "Alerts" lists, the shared cache’s store, the list’s cap and keys, the webhook’s deliveries and the public App’s installation lookups')
 })

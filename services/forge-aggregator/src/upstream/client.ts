@@ -188,14 +188,15 @@ function upstreamOf(options: ForgeClientOptions): Upstream {
 /** The App's own calls (its JWT) go straight to the upstream: they spend the App's limit, not an installation's. */
 function appRequests(options: ForgeClientOptions, agent: Dispatcher, { origin, basePath, pinned }: Upstream): AppRequest {
   return async ({ method, path, authorization }) => {
-    const response = await agent.request({
-      origin,
-      path: `${basePath}${path}`,
-      method,
-      headers: { ...pinned, authorization },
-      signal: AbortSignal.timeout(options.timeoutMs),
-    })
-    return { statusCode: response.statusCode, text: await response.body.text() }
+    const signal = AbortSignal.timeout(options.timeoutMs)
+    try {
+      const response = await agent.request({ origin, path: `${basePath}${path}`, method, headers: { ...pinned, authorization }, signal })
+      return { statusCode: response.statusCode, text: await response.body.text() }
+    } catch (error) {
+      // An upstream that cannot be reached fails a mint as it fails a call (500 with what
+      // happened), not as a fault of ours. A transport error's code quotes no credential.
+      throw transportFailure(error, signal.aborted, options.timeoutMs, (message) => message)
+    }
   }
 }
 

@@ -31,7 +31,7 @@ export interface AppUpstream {
   jwts: string[]
   /** The upstream stops accepting `token` (an administrator revoked it). */
   revoke(token: string): void
-  /** Non-App requests (the service's own calls), as `path`. */
+  /** Non-App requests (the service's own calls, not `/app/…` nor a public App's `/users/{login}/installation`), as `path`. */
   calls(): string[]
   /** Changes the account the App is installed on, and whether on all its repositories. */
   installation: { login: string; selection: 'all' | 'selected' }
@@ -54,6 +54,9 @@ export interface AppUpstream {
   /** Resolves once a request that `matches` has arrived (one already received included). */
   untilRequested(matches: (request: SeenRequest) => boolean): Promise<void>
 }
+
+/** The App's own calls, with its JWT: they spend the App's quota, not the installation's. */
+export const isAppCall = (path: string): boolean => path.startsWith('/app/') || /^\/users\/[^/]+\/installation$/.test(path)
 
 function json(response: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
   response.writeHead(status, { 'content-type': 'application/json; charset=utf-8', ...headers }).end(JSON.stringify(body))
@@ -80,7 +83,7 @@ export async function startAppUpstream(t: Test, clock: TestClock): Promise<AppUp
     minted: [],
     jwts: [],
     revoke: (token) => live.delete(token),
-    calls: () => upstream.requests.filter((request) => !request.path.startsWith('/app/')).map((request) => request.path),
+    calls: () => upstream.requests.filter((request) => !isAppCall(request.path)).map((request) => request.path),
     installation: { login: 'mona', selection: 'all' },
     stars: {},
     refuseTokens: false,
@@ -177,6 +180,12 @@ export async function startAppUpstream(t: Test, clock: TestClock): Promise<AppUp
       return json(response, 400, { message: 'missing the pinned headers' })
     }
     if (url.pathname.startsWith('/app/')) return answerApp(request, response, url.pathname, authorization)
+    const account = /^\/users\/([^/]+)\/installation$/.exec(url.pathname)?.[1]
+    if (account !== undefined) {
+      // A public App (FORGE_APP_PUBLIC=true) asks each account's: every account has the one installation.
+      if (!isValidJwt(authorization)) return json(response, 401, { message: `A JSON web token could not be decoded: ${authorization}` })
+      return json(response, 200, { id: Number(INSTALLATION_ID), account: { login: account }, suspended_at: null })
+    }
     if (!tokenLive) return json(response, 401, { message: `Bad credentials: ${authorization}` })
     const failWith = upstream.failWith
     const trouble = { message: `Upstream trouble with ${authorization} (App JWT ${upstream.jwts.at(-1) ?? 'none'})` }

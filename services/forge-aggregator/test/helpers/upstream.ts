@@ -108,10 +108,24 @@ export function mockUser(mock: UserMock, scope = nock(API, { reqheaders: PINNED_
   return scope
 }
 
+/**
+ * What every search's query ends with: nothing, or ` is:public` with a public App, whose searches
+ * count only what an anonymous caller would see (`buildInMode` sets it for its test).
+ */
+let searchQualifier = ''
+export function searchesEndWith(qualifier: string): void {
+  searchQualifier = qualifier
+}
+
+/** The `q` of `login`'s search for issues or PRs, as the service sends it in the test's mode. */
+export function searchQuery(login: string, kind: 'issue' | 'pr'): string {
+  return `author:${login} is:${kind}${searchQualifier}`
+}
+
 export function mockSearch(scope: nock.Scope, login: string, kind: 'issue' | 'pr', totalCount: number): nock.Scope {
   return scope
     .get('/search/issues')
-    .query({ q: `author:${login} is:${kind}`, per_page: '1' })
+    .query({ q: searchQuery(login, kind), per_page: '1' })
     .reply(200, searchResult(totalCount), SEARCH_HEADERS)
 }
 
