@@ -108,15 +108,14 @@ t.test('a cold burst of 2,000 commands through sentinels is written as one, as a
   const commands = 2_000
   const readsBefore = await readsByPrimary()
   // Cold: nothing is in flight when the burst starts (the INFO above went through another client).
-  const started = performance.now()
   const answers = await Promise.all(Array.from({ length: commands }, (_, index) => connection.run('set', (client) => client.set(`cold:${index}`, 'v'))))
-  const tookMs = performance.now() - started
   // The INFO that asks counts as one read of its own.
   const reads = (await readsByPrimary()) - readsBefore - 1
   t.same(new Set(answers), new Set(['OK']))
   t.ok(reads < commands / 10, `read in ${reads} reads, not one per command`)
-  t.ok(tookMs < connection.deadlineMs, `answered in ${Math.round(tookMs)} ms, within the ${connection.deadlineMs} ms deadline`)
-  t.same(new Set(outcomes), new Set(['ok']))
+  // The deadline as the connection keeps it, on Redis's time: a wall clock here would count this
+  // process's own work, hundreds of ms on a busy machine, and say nothing about the burst.
+  t.same(new Set(outcomes), new Set(['ok']), 'no command missed its deadline')
   t.ok(connection.isAvailable, 'still available')
 })
 
