@@ -62,6 +62,12 @@ export interface RedisConnection<Scripts extends RedisScripts = RedisScripts> {
   /** Longest a command may take (a `WAIT` must end well within it). */
   readonly deadlineMs: number
   /**
+   * Goes up whenever the connection drops, is made again or is moved to another server (a
+   * restart, a Sentinel failover): Redis may then hold less than it did, so whatever a caller
+   * kept of what it read before is not to be trusted past a change.
+   */
+  readonly epoch: number
+  /**
    * `send(client)` under the deadline, reported to `onCommand` as `command`. Rejects with
    * `RedisUnavailableError` at once while Redis is unavailable, when the deadline passes (and
    * Redis is then set aside until a probe gets an answer), or when Redis fails the command.
@@ -147,11 +153,18 @@ export function createRedisConnection<Scripts extends RedisScripts = NoScripts>(
     }, probeIntervalMs).unref()
   }
 
+  let epoch = 0
+  const moved = () => void epoch++
   // Without an 'error' listener a socket error would crash the process.
-  client.on('error', reportOutage)
+  client.on('error', (error: unknown) => {
+    moved()
+    reportOutage(error)
+  })
   client.on('ready', () => {
+    moved()
     if (!setAside) reportRecovery()
   })
+  for (const event of ['end', 'reconnecting', 'topology-change']) client.on(event, moved)
   if (options.up) {
     new Gauge({ name: options.up.name, help: options.up.help, registers: [options.up.registry], collect() {
       this.set(isAvailable() ? 1 : 0)
@@ -200,6 +213,9 @@ export function createRedisConnection<Scripts extends RedisScripts = NoScripts>(
       return isAvailable()
     },
     deadlineMs,
+    get epoch() {
+      return epoch
+    },
     run,
     duplicate() {
       // A subscriber sends no command of its own: the pool's second connection, kept for `use`, would idle.

@@ -79,6 +79,22 @@ t.test('Redis down: commands fail at once, the outage is logged once, and the co
   t.equal(messages(lines, 'Redis connection ready').length, 2, 'ready at start and once back')
 })
 
+t.test('the epoch stays while commands are answered, and goes up when the connection drops and is made again', async (t) => {
+  const { redis, connection } = await connect(t)
+  const connected = connection.epoch
+  for (let command = 0; command < 20; command++) await ping(connection)
+  t.equal(connection.epoch, connected, 'commands answered: the same connection')
+
+  await redis.stop()
+  t.ok(await eventually(async () => connection.epoch > connected), 'up as soon as it drops')
+  await redis.start()
+  t.ok(await eventually(async () => connection.isAvailable), 'reconnected')
+  const reconnected = connection.epoch
+  t.ok(reconnected > connected, `up once connected again (${connected} then ${reconnected})`)
+  await ping(connection)
+  t.equal(connection.epoch, reconnected, 'then it stays')
+})
+
 t.test('Redis silent: a command waits its deadline only, then Redis is set aside until a probe gets an answer', async (t) => {
   const { redis, connection, outcomes, upValue } = await connect(t)
   redis.pause()

@@ -123,7 +123,7 @@ async function sendList(reply: FastifyReply, store: ItemStore, from: ReadPositio
   // The first step always comes: nothing stops the read before it.
   const first = (await steps.next()).value!
   reply.type(JSON_TYPE)
-  if (!first.next) return reply.send(`{"items":${JSON.stringify(first.names)}}`)
+  if (!first.next) return reply.send(bodyOf(first.names))
   // HEAD has no body: nothing more to read for it, nor the step read ahead.
   if (reply.request.method === 'HEAD') {
     void steps.return()
@@ -131,6 +131,21 @@ async function sendList(reply: FastifyReply, store: ItemStore, from: ReadPositio
   }
   reply.raw.once('close', () => gone.abort())
   return reply.send(Readable.from(listBody(first.names, steps), { objectMode: false }))
+}
+
+/**
+ * Bodies already written, by the names they hold: a short list the store holds comes back as the
+ * same array while it is unchanged, and is serialized once.
+ */
+const bodies = new WeakMap<string[], string>()
+
+function bodyOf(names: string[]): string {
+  let body = bodies.get(names)
+  if (body === undefined) {
+    body = `{"items":${JSON.stringify(names)}}`
+    bodies.set(names, body)
+  }
+  return body
 }
 
 /** `{"items":[…]}`, a piece per read step: the names already read, then the rest as they come. */

@@ -69,6 +69,13 @@ const LEGACY_MEMBER = 'legacy'
 /** The header's fields a read asks for (the scripts write them all). */
 export const HEADER_ID = 'id'
 export const HEADER_COUNT = 'count'
+/**
+ * The header's fields that no write of names leaves as they were nor ever brings back, while no
+ * earlier version's list is moving in (`legacy` set; docs/list.md, "A short list read again"): an
+ * append moves `tail` and `fill` on, and neither goes back; a delete lowers `count`; a reset
+ * gives a new `id`.
+ */
+export const HEADER_VERSION = [HEADER_ID, HEADER_COUNT, 'tail', 'fill', LEGACY_MEMBER]
 
 /** A new list's first chunk: a fresh read guesses it before it knows better. */
 export const FIRST_CHUNK = 1

@@ -18,6 +18,8 @@ type Send<T> = (client: RedisCommands<ItemStoreScripts>) => Promise<T>
  */
 export interface ListClient {
   keys: ListKeys
+  /** The connection's epoch: it goes up when Redis may hold less than was read from it. */
+  readonly epoch: number
   /** An id for a script to give the list if it is the one to make it (`ensure()`). */
   newListId(): string
   run<T>(command: StoreCommand, send: Send<T>): Promise<T>
@@ -54,6 +56,9 @@ export function createListClient(connection: RedisConnection<ItemStoreScripts>, 
   const run = <T>(command: StoreCommand, send: Send<T>) => refused(report, command, connection.run(command, send))
   return {
     keys,
+    get epoch() {
+      return connection.epoch
+    },
     newListId,
     run,
     acknowledged: (command, write) => (sendAcknowledged ? refused(report, command, sendAcknowledged(command, write)) : run(command, write)),

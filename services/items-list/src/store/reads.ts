@@ -4,7 +4,7 @@ import {
   chunksFrom,
   decodeIndex,
   FIRST_CHUNK,
-  HEADER_ID,
+  HEADER_VERSION,
   idMember,
   indexStart,
   isTombstone,
@@ -39,6 +39,8 @@ export interface Reads {
 /** What one round trip of a read found: chunks' entries as stored, tombstones included. */
 interface ChunksRead {
   listId: string | undefined
+  /** The header's HEADER_VERSION fields, read before the chunks: the list is at least this one. */
+  header: HeaderFields
   segments: Segment[]
   /** Where the next round trip starts; none when the list ended. */
   next: ReadPosition | undefined
@@ -60,23 +62,71 @@ const MAX_STEP_CHUNKS = 8
 
 export function createReads(list: ListClient): Reads {
   const readChunks = createChunkReader(list)
+  const readStart = createStartReader(list, readChunks)
+  const read = (from?: ReadPosition) => (from ? readChunks(from).then(pageOf) : readStart())
   return {
-    steps: (from, stop) => steps(readChunks, from, stop),
+    steps: (from, stop) => steps(read, from, stop),
     page: (from, limit) => page(readChunks, from, limit),
   }
 }
 
 type ChunkReader = (from?: ReadPosition) => Promise<ChunksRead>
 
+function pageOf({ segments, next }: ChunksRead): Page {
+  return { names: segments.length === 1 ? liveNames(segments[0]!.entries) : segments.flatMap((segment) => liveNames(segment.entries)), next }
+}
+
+/**
+ * A read's first step from the list's start. A short list (one step) is held, with the header's
+ * version it was read under, and handed out again, the same `Page`, while one round trip of two
+ * O(1) commands says the list is still that one: the header's version unchanged (no write of names
+ * brings it back), the index still naming the list, the connection still the one it was read on
+ * (a failover or a restart may bring back less than was read). The version is read before the
+ * chunks, so what is held is never older than its version says. Checking first only pays while the
+ * list stands still: a check that finds it changed reads it whole from then on, until two reads in
+ * a row find the same version (docs/list.md, "A short list read again").
+ */
+function createStartReader(list: ListClient, readChunks: ChunkReader): () => Promise<Page> {
+  let held: { page: Page; version: string; listId: string; epoch: number } | undefined
+  let checking = false
+  return async function readStart() {
+    if (held && checking) {
+      const { page, version, listId, epoch } = held
+      const [header, ours] = await list.run('read_check', (client) =>
+        Promise.all([client.hmGet(list.keys.header, HEADER_VERSION), client.zScore(list.keys.index, idMember(listId))]),
+      )
+      if (ours !== null && versionOf(header) === version && list.epoch === epoch) return page
+      checking = false
+    }
+    const epoch = list.epoch
+    const read = await readChunks()
+    const [headerId, , , , legacy] = read.header
+    // Only a list the header and the index agree on, whole in one step, with nothing moving in.
+    if (read.next !== undefined || read.listId === undefined || headerId !== read.listId || legacy !== null) {
+      held = undefined
+      return pageOf(read)
+    }
+    const version = versionOf(read.header)
+    checking ||= held?.version === version && held.epoch === epoch
+    const { names } = pageOf(read)
+    held = { page: { names: Object.freeze(names) as string[], next: undefined }, version, listId: read.listId, epoch }
+    return held.page
+  }
+}
+
+/** HEADER_VERSION's fields as `HMGET` gives them, a field not there as null. */
+type HeaderFields = (string | null)[]
+
+/** The fields as one string to compare (none has a space: an id, numbers, a flag). */
+function versionOf(header: HeaderFields): string {
+  return header.join(' ')
+}
+
 /**
  * The list from `from`, one step after another. Each step is read as the previous one is handed
  * out (never more than one ahead); `stop` aborted or the generator returned, no step is read any more.
  */
-async function* steps(readChunks: ChunkReader, from: ReadPosition | undefined, stop?: AbortSignal): AsyncGenerator<Page, void, undefined> {
-  const read = async (position?: ReadPosition): Promise<Page> => {
-    const { segments, next } = await readChunks(position)
-    return { names: segments.length === 1 ? liveNames(segments[0]!.entries) : segments.flatMap((segment) => liveNames(segment.entries)), next }
-  }
+async function* steps(read: (from?: ReadPosition) => Promise<Page>, from: ReadPosition | undefined, stop?: AbortSignal): AsyncGenerator<Page, void, undefined> {
   let pending = read(from)
   try {
     for (;;) {
@@ -124,7 +174,8 @@ function createChunkReader(list: ListClient): ChunkReader {
     for (;;) {
       const count = plan.chunksPerStep()
       const guesses = plan.guess(from?.chunk, count)
-      const [headerId, members, ours, ...contents] = await sendReadStep(list, from, guesses, count)
+      const [header, members, ours, ...contents] = await sendReadStep(list, from, guesses, count)
+      const headerId = header[0]
       if (ours === null) {
         // The header still names the cursor's list, the index does not: the index was lost, not the list.
         if (headerId === from?.listId) await list.check('read')
@@ -138,12 +189,12 @@ function createChunkReader(list: ListClient): ChunkReader {
       if (!from && (listId === undefined || (headerId ?? undefined) !== listId)) await list.check('read')
       if (!from) plan.foundFirst(index.chunks)
       // Without an id there is no list at all yet: nothing to read.
-      if (listId === undefined) return { listId, segments: [], next: undefined }
+      if (listId === undefined) return { listId, header, segments: [], next: undefined }
 
       const segments = guessedRight(index.chunks, guesses, contents, from?.offset ?? 0)
       plan.found(segments)
       const next = chunkAfterStep(index, segments)
-      if (next !== LEGACY_FIRST) return { listId, segments, next: next === undefined ? undefined : { listId, chunk: next, offset: 0 } }
+      if (next !== LEGACY_FIRST) return { listId, header, segments, next: next === undefined ? undefined : { listId, chunk: next, offset: 0 } }
       await list.migrateStep(MIGRATE_STEP_CHUNKS)
       from = { listId, chunk: from?.chunk ?? 0, offset: 0 }
     }
@@ -151,7 +202,7 @@ function createChunkReader(list: ListClient): ChunkReader {
 }
 
 /**
- * A read step's one round trip: the header's id, `count` + 2 of the index's members from
+ * A read step's one round trip: the header's version (its id first), `count` + 2 of the index's members from
  * `from`'s chunk (or the start), whether the index still names `from`'s list, and the guessed
  * chunks, the first from `from`'s offset.
  */
@@ -160,7 +211,7 @@ function sendReadStep(list: ListClient, from: ReadPosition | undefined, guesses:
   // One Promise.all for every command: when the connection drops, each one's failure is handled.
   return onLayout(list, 'read', (client) =>
     Promise.all([
-      client.hGet(keys.header, HEADER_ID),
+      client.hmGet(keys.header, HEADER_VERSION),
       client.zRange(keys.index, indexStart(from?.chunk), '+inf', { BY: 'SCORE', LIMIT: { offset: 0, count: count + 2 } }),
       from && client.zScore(keys.index, idMember(from.listId)),
       ...guesses.map((chunk, position) => client.lRange(keys.chunk(chunk), position === 0 && from ? from.offset : 0, -1)),

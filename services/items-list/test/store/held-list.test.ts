@@ -1,0 +1,122 @@
+import t from 'tap'
+import type { FastifyInstance } from 'fastify'
+import { eventually } from '@repo/test-support'
+import { buildService, type Inspector, type ServiceUnderTest } from '../helpers/service.ts'
+
+// A short list read from its start is held by the replica that read it, and answered again after
+// a check of the header's version and the index's id (docs/list.md, "A short list read again").
+// Each test reads the list until the replica holds it, then writes it some other way and asserts
+// the next GET answers what Redis holds: a held list never hides a write.
+
+/** Calls Redis answered, by command, since the last reset (`INFO commandstats`). */
+async function commandCalls(inspector: Inspector): Promise<Record<string, number>> {
+  const calls: Record<string, number> = {}
+  for (const [, command, count] of (await inspector.info('commandstats')).matchAll(/^cmdstat_([\w|]+):calls=(\d+)/gm)) calls[command!] = Number(count)
+  return calls
+}
+
+async function listed(app: FastifyInstance): Promise<string[]> {
+  const answer = await app.inject({ method: 'GET', url: '/items/' })
+  if (answer.statusCode !== 200) throw new Error(`GET /items/ answered ${answer.statusCode}: ${answer.body}`)
+  return answer.json<{ items: string[] }>().items
+}
+
+/** Reads the list until its replica answers it from a check alone, and returns what it read. */
+async function held(service: ServiceUnderTest): Promise<string[]> {
+  const { app, inspector } = service
+  const names = await listed(app)
+  t.same(await listed(app), names)
+  await inspector.configResetStat()
+  t.same(await listed(app), names)
+  const calls = await commandCalls(inspector)
+  if (calls.lrange !== undefined || calls.hmget !== 1 || calls.zscore !== 1) throw new Error(`not held: ${JSON.stringify(calls)}`)
+  return names
+}
+
+/** Round trips the store counted under `command` (`items_store_commands_total`). */
+async function sent(app: FastifyInstance, command: string): Promise<number> {
+  const metrics = (await app.inject({ method: 'GET', url: '/metrics' })).body
+  return Number(new RegExp(`^items_store_commands_total\\{command="${command}",outcome="ok"\\} (\\d+)`, 'm').exec(metrics)?.[1])
+}
+
+const append = async (app: FastifyInstance, name: string) => t.equal((await app.inject({ method: 'POST', url: '/items/', payload: { name } })).statusCode, 201)
+const remove = async (app: FastifyInstance, name: string) => t.equal((await app.inject({ method: 'DELETE', url: `/items/${name}` })).statusCode, 200)
+
+t.test('a short list read twice unchanged is answered from one check of two O(1) commands: no chunk is read', async (t) => {
+  const service = await buildService(t)
+  for (const name of ['a', 'b', 'c']) await append(service.app, name)
+  t.same(await held(service), ['a', 'b', 'c'])
+
+  await service.inspector.configResetStat()
+  const answers = await Promise.all(Array.from({ length: 20 }, () => service.app.inject({ method: 'GET', url: '/items/' })))
+  t.same(new Set(answers.map((answer) => answer.body)), new Set(['{"items":["a","b","c"]}']))
+  t.same(await commandCalls(service.inspector), { hmget: 20, zscore: 20, 'config|resetstat': 1 }, 'one HMGET and one ZSCORE a GET, nothing else')
+  t.ok((await sent(service.app, 'read_check')) >= 21, 'counted as read_check')
+})
+
+t.test('writes through another replica show in the next GET of the replica that holds the list', async (t) => {
+  const reader = await buildService(t)
+  const writer = await buildService(t, { redis: reader.redis })
+  for (const name of ['a', 'b', 'c']) await append(writer.app, name)
+  t.same(await held(reader), ['a', 'b', 'c'])
+
+  await append(writer.app, 'd')
+  t.same(await listed(reader.app), ['a', 'b', 'c', 'd'], 'an append')
+  await held(reader)
+  await remove(writer.app, 'b')
+  t.same(await listed(reader.app), ['a', 'c', 'd'], 'a delete')
+  await held(reader)
+  // The count comes back to what it was: the append's place in its chunk tells the two lists apart.
+  await append(writer.app, 'e')
+  await remove(writer.app, 'a')
+  t.same(await listed(reader.app), ['c', 'd', 'e'], 'an append and a delete that leave the count as it was')
+  await held(reader)
+  await writer.app.itemStore.reset()
+  t.same(await listed(reader.app), [], 'a reset')
+})
+
+t.test('keys that disagree are refused, held list or not', async (t) => {
+  const service = await buildService(t)
+  await append(service.app, 'a')
+  await held(service)
+  const [id] = await service.inspector.zRange('items', 0, 0)
+  await service.inspector.zRem('items', id!)
+  t.equal((await service.app.inject({ method: 'GET', url: '/items/' })).statusCode, 503, "the index's id gone")
+
+  await service.inspector.zAdd('items', { score: -Infinity, value: id! })
+  await held(service)
+  await service.inspector.del('items')
+  t.equal((await service.app.inject({ method: 'GET', url: '/items/' })).statusCode, 503, 'the index gone')
+})
+
+t.test('a list that changes between reads is read whole, without a check first', async (t) => {
+  const service = await buildService(t)
+  await append(service.app, 'first')
+  await held(service)
+
+  const [checks, reads] = [await sent(service.app, 'read_check'), await sent(service.app, 'read')]
+  for (let round = 0; round < 10; round++) {
+    await append(service.app, `name ${round}`)
+    t.equal((await listed(service.app)).length, round + 2)
+  }
+  t.equal((await sent(service.app, 'read_check')) - checks, 1, 'the first GET checked and found it changed; none since did')
+  t.equal((await sent(service.app, 'read')) - reads, 10, 'each read the list')
+})
+
+t.test('a Redis restarted with a list of the same version but other names: the GET answers what Redis holds now', async (t) => {
+  const service = await buildService(t)
+  const { app, inspector, redis } = service
+  for (const name of ['a', 'b']) await append(app, name)
+  await held(service)
+  const index = await inspector.zRangeWithScores('items', '-inf', '+inf', { BY: 'SCORE' })
+  const header = await inspector.hGetAll('items:header')
+
+  // A restart that lost the last writes, then as many others made: the same version, other names.
+  await redis.stop()
+  await redis.start()
+  await inspector.zAdd('items', index)
+  await inspector.hSet('items:header', header)
+  await inspector.rPush('items:chunk:1', ['x', 'y'])
+  t.ok(await eventually(async () => (await app.inject({ method: 'GET', url: '/ready' })).statusCode === 200), 'the app is back')
+  t.same(await listed(app), ['x', 'y'])
+})
