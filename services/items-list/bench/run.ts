@@ -112,6 +112,9 @@ try {
   if (own) await compare(service, ceiling, TARGETS[1]!, shape, TARGET)
   if (stack) {
     for (let run = 1; run <= STACK.runs; run++) ratios.POST!.push(await compare(service, ceiling, NAIVE_POST, STACK, TARGET, `run ${run}: POST /items/ against RPUSH of a plain list`))
+    // What the layout's append costs the stack by itself: the bare route running the service's
+    // append script, against the same route running RPUSH.
+    await compare(ceiling, ceiling, NAIVE_POST, STACK, TARGET, 'for information: the append script alone, the bare route running it (/items/) against RPUSH (/naive/)')
     console.log(`the stack's shape, service / ceiling req/s, median of ${STACK.runs} runs (load average ${load()}):`)
     for (const [method, target] of [['POST', TARGET], ['GET', GET_TARGET]] as const) {
       const runs = ratios[method]!
