@@ -92,7 +92,8 @@ function createStartReader(list: ListClient, readChunks: ChunkReader): () => Pro
   return async function readStart() {
     if (held && checking) {
       const { page, version, listId, epoch } = held
-      const [header, ours] = await list.run('read_check', (client) =>
+      // On its layout, as every read: keys an earlier version wrote are told apart as any read tells them.
+      const [header, ours] = await onLayout(list, 'read_check', (client) =>
         Promise.all([client.hmGet(list.keys.header, HEADER_VERSION), client.zScore(list.keys.index, idMember(listId))]),
       )
       if (ours !== null && versionOf(header) === version && list.epoch === epoch) return page

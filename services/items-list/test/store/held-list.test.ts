@@ -87,6 +87,18 @@ t.test('keys that disagree are refused, held list or not', async (t) => {
   await held(service)
   await service.inspector.del('items')
   t.equal((await service.app.inject({ method: 'GET', url: '/items/' })).statusCode, 503, 'the index gone')
+
+  // An earlier version appending after the index went: a plain list beside the header.
+  await service.inspector.zAdd('items', { score: -Infinity, value: id! })
+  await held(service)
+  await service.inspector.del('items')
+  await service.inspector.rPush('items', 'from an earlier version')
+  t.equal((await service.app.inject({ method: 'GET', url: '/items/' })).statusCode, 503, 'a plain list at the key')
+  t.match(
+    await service.logs.waitFor((line) => line.reason === 'ITEMS_KEY is a plain list beside the header of a chunked list'),
+    { msg: "the list's keys disagree: refusing to append, read or delete until they are repaired or the list is reset" },
+    'said as any read of such keys says it',
+  )
 })
 
 t.test('a list that changes between reads is read whole, without a check first', async (t) => {
