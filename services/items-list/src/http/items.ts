@@ -134,18 +134,14 @@ async function sendList(reply: FastifyReply, store: ItemStore, from: ReadPositio
 }
 
 /**
- * Bodies already written, by the names they hold: a short list the store holds comes back as the
+ * The last body written, and the names it holds: a short list the store holds comes back as the
  * same array while it is unchanged, and is serialized once.
  */
-const bodies = new WeakMap<string[], string>()
+let last: { names: string[]; body: string } | undefined
 
 function bodyOf(names: string[]): string {
-  let body = bodies.get(names)
-  if (body === undefined) {
-    body = `{"items":${JSON.stringify(names)}}`
-    bodies.set(names, body)
-  }
-  return body
+  if (last?.names !== names) last = { names, body: `{"items":${JSON.stringify(names)}}` }
+  return last.body
 }
 
 /** `{"items":[…]}`, a piece per read step: the names already read, then the rest as they come. */

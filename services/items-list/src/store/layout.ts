@@ -73,7 +73,7 @@ export const HEADER_COUNT = 'count'
  * The header's fields that no write of names leaves as they were nor ever brings back, while no
  * earlier version's list is moving in (`legacy` set; docs/list.md, "A short list read again"): an
  * append moves `tail` and `fill` on, and neither goes back; a delete lowers `count`; a reset
- * gives a new `id`.
+ * gives a new `id`. Reads take them by place: the id first, `legacy` last.
  */
 export const HEADER_VERSION = [HEADER_ID, HEADER_COUNT, 'tail', 'fill', LEGACY_MEMBER]
 

@@ -63,7 +63,6 @@ export function createInconsistencyMetric(registry: Registry): (command: StoreCo
   return (command) => refused.inc({ command })
 }
 
-
 /** What `createListMetrics` reads from Redis at each scrape (the store's `counts()`). */
 export interface ListCounts {
   /** Names in the list. */

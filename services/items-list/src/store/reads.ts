@@ -109,9 +109,11 @@ function createStartReader(list: ListClient, readChunks: ChunkReader): () => Pro
     }
     const version = versionOf(read.header)
     checking ||= held?.version === version && held.epoch === epoch
-    const { names } = pageOf(read)
-    held = { page: { names: Object.freeze(names) as string[], next: undefined }, version, listId: read.listId, epoch }
-    return held.page
+    const page = pageOf(read)
+    // Handed out to every GET while held: nobody may change it.
+    Object.freeze(page.names)
+    held = { page, version, listId: read.listId, epoch }
+    return page
   }
 }
 
