@@ -1,7 +1,7 @@
 import t from 'tap'
 import type { FastifyInstance } from 'fastify'
 import { eventually } from '@repo/test-support'
-import { buildService, type Inspector, type ServiceUnderTest } from '../helpers/service.ts'
+import { buildService, clearList, nameAt, writeEarlierList, type Inspector, type ServiceUnderTest } from '../helpers/service.ts'
 
 // A short list read from its start is held by the replica that read it, and answered again after
 // a check of the header's version and the index's id (docs/list.md, "A short list read again").
@@ -99,6 +99,26 @@ t.test('keys that disagree are refused, held list or not', async (t) => {
     { msg: "the list's keys disagree: refusing to append, read or delete until they are repaired or the list is reset" },
     'said as any read of such keys says it',
   )
+})
+
+t.test('a list read in one step is held, one chunk longer is read whole every time: 8 chunks of 16-byte names, then 9', async (t) => {
+  const service = await buildService(t)
+  const { app, inspector } = service
+  await clearList(inspector, 'items')
+  await writeEarlierList(inspector, 'items', 8_000)
+  await app.itemStore.migrate()
+  // The first read learns how many chunks a step takes; the next two find the same list.
+  await listed(app)
+  t.equal((await held(service)).length, 8_000, 'eight chunks: held')
+
+  await app.itemStore.append(nameAt(8_000))
+  const [reads, checks] = [await sent(app, 'read'), await sent(app, 'read_check')]
+  for (let read = 0; read < 4; read++) t.equal((await listed(app)).length, 8_001)
+  t.ok((await sent(app, 'read')) - reads >= 8, 'nine chunks: two steps every time')
+  t.equal((await sent(app, 'read_check')) - checks, 1, 'one check found the list changed, none since')
+  await inspector.configResetStat()
+  await listed(app)
+  t.ok((await commandCalls(inspector)).lrange! >= 9, 'every chunk read')
 })
 
 t.test('a list that changes between reads is read whole, without a check first', async (t) => {
