@@ -21,7 +21,8 @@ import Fastify from 'fastify'
 import { pino } from 'pino'
 import { createClient } from 'redis'
 import { AccessLog } from '@repo/service-kit'
-import { appendArguments, ITEM_STORE_SCRIPTS, listKeys, liveNames } from '../src/store/layout.ts'
+import { listKeys, liveNames } from '../src/store/layout.ts'
+import { appendArguments, ITEM_STORE_SCRIPTS } from '../src/store/scripts.ts'
 
 const KEYS = listKeys('items')
 const APPEND = appendArguments(KEYS, Number.MAX_SAFE_INTEGER)

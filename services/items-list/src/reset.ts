@@ -3,7 +3,7 @@ import { loadConfig } from '@repo/config'
 import { createLogger, createRedisConnection } from '@repo/service-kit'
 import { ItemsListConfig } from './config.ts'
 import { createItemStore } from './store/item-store.ts'
-import { ITEM_STORE_SCRIPTS } from './store/layout.ts'
+import { ITEM_STORE_SCRIPTS } from './store/scripts.ts'
 import { redisTarget } from './store/plugin.ts'
 
 // Empties the list at ITEMS_KEY on the Redis the service's own variables name (docs/list.md,

@@ -69,18 +69,18 @@ t.test('/metrics shows the store: commands by outcome, their duration, and wheth
   await app.inject({ method: 'GET', url: '/items/' })
   page = await scrape()
   t.equal(sample(page, 'items_store_commands_total{command="read",outcome="ok"}'), 3)
-  t.equal(sample(page, 'items_store_commands_total{command="read_check",outcome="ok"}'), 1)
+  t.equal(sample(page, 'items_store_commands_total{command="held_list",outcome="ok"}'), 1)
 
   redis.pause()
   await app.inject({ method: 'GET', url: '/items/' })
   redis.resume()
-  t.equal(sample(await scrape(), 'items_store_commands_total{command="read_check",outcome="timeout"}'), 1, 'a silent Redis is a timeout')
+  t.equal(sample(await scrape(), 'items_store_commands_total{command="held_list",outcome="timeout"}'), 1, 'a silent Redis is a timeout')
 
   await redis.stop()
   await app.inject({ method: 'GET', url: '/items/' })
   page = await scrape()
   t.equal(sample(page, 'items_store_up'), 0)
-  t.equal(sample(page, 'items_store_commands_total{command="read_check",outcome="error"}'), 1, 'a Redis that is down is an error')
+  t.equal(sample(page, 'items_store_commands_total{command="held_list",outcome="error"}'), 1, 'a Redis that is down is an error')
 
   await redis.start()
   await untilReady()

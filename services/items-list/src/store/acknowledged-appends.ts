@@ -1,5 +1,5 @@
 import type { RedisClient, RedisCommands, RedisConnection, RedisSentinelClient } from '@repo/service-kit'
-import type { ItemStoreScripts } from './layout.ts'
+import type { ItemStoreScripts } from './scripts.ts'
 import type { StoreCommand } from './metrics.ts'
 
 /** Fewer replicas than `ITEMS_MIN_REPLICAS_ACK` confirmed an append within the wait. */

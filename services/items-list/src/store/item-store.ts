@@ -1,12 +1,13 @@
 import type { RedisConnection } from '@repo/service-kit'
 import { removeAll } from './deletes.ts'
-import { appendArguments, FIRST_CHUNK, HEADER_COUNT, type AppendOutcome, type ItemStoreScripts, nameFingerprint, type OnceOutcome } from './layout.ts'
-import { createListClient, MIGRATE_STEP_CHUNKS, withLayout, type ListClient, type ListClientSettings } from './list-client.ts'
+import { HEADER_COUNT, nameFingerprint, type Page, type ReadPosition } from './layout.ts'
+import { createListClient, MIGRATE_STEP_CHUNKS, type ListClient, type ListClientSettings } from './list-client.ts'
 import type { ListCounts } from './metrics.ts'
-import { createReads, type Page, type ReadPosition } from './reads.ts'
+import { createReads } from './reads.ts'
+import { appendArguments, type AppendOutcome, type ItemStoreScripts, type OnceOutcome } from './scripts.ts'
 
-export type { AppendOutcome, OnceOutcome } from './layout.ts'
-export type { Page, ReadPosition } from './reads.ts'
+export type { AppendOutcome, OnceOutcome } from './scripts.ts'
+export type { Page, ReadPosition } from './layout.ts'
 export { DeleteInterruptedError, ForeignPositionError, InconsistentListError } from './errors.ts'
 
 /**
@@ -57,9 +58,10 @@ export interface ItemStore {
    */
   check(): Promise<void>
   /**
-   * Empties the list, whatever state its keys are in, and resolves to how many chunk numbers it
-   * cleared: a new, empty list (with a new id) takes the old one's place at once, then the old
-   * chunks are deleted a batch at a time. Appends made once it resolved are kept and read.
+   * Empties the list, whatever state its keys are in, and resolves to how many old chunks it
+   * deleted: a new, empty list (with a new id, its chunks numbered after every chunk key there)
+   * takes the old one's place at once, then the old chunks are found and deleted a SCAN step at a
+   * time, whether the index named them or not. Appends made once it resolved are kept and read.
    */
   reset(): Promise<number>
 }
@@ -70,9 +72,6 @@ export interface ItemStoreSettings extends ListClientSettings {
   /** `IDEMPOTENCY_TTL_SECONDS`: how long an idempotency key is remembered after its append. */
   idempotencyTtlSeconds: number
 }
-
-/** Old chunks a reset deletes per command. */
-const RESET_BATCH_CHUNKS = 100
 
 /**
  * The `ItemStore` on the chunked layout (`layout.ts`), over `connection` (which owns the deadline,
@@ -102,12 +101,12 @@ function createAppends(list: ListClient, settings: ItemStoreSettings): Pick<Item
   const ttl = String(settings.idempotencyTtlSeconds)
   return {
     append(name) {
-      return withLayout(list, (listId) => list.acknowledged('append', (client) => client.append(args, listId, name)))
+      return list.withLayout('append', (listId) => list.acknowledged('append', (client) => client.append(args, listId, name)))
     },
     appendOnce(name, idempotencyKey) {
       const record = list.keys.idempotency(idempotencyKey)
       const fingerprint = nameFingerprint(name)
-      return withLayout(list, (listId) => list.acknowledged('append_once', (client) => client.appendOnce(args, listId, name, record, fingerprint, ttl)))
+      return list.withLayout('append_once', (listId) => list.acknowledged('append_once', (client) => client.appendOnce(args, listId, name, record, fingerprint, ttl)))
     },
   }
 }
@@ -129,12 +128,26 @@ async function migrateAll(list: ListClient): Promise<number> {
   return moved
 }
 
+/** Old chunks a reset unlinks per command. */
+const RESET_BATCH_CHUNKS = 100
+
+/**
+ * The reset in three moves: the chunk keys there now are scanned for the highest number; the
+ * script puts the new list in place, numbering its chunks after that and after whatever the old
+ * header and index name; then every chunk key numbered up to there is found again and deleted.
+ * A chunk the old list opened between the first scan and the script is one its header or index
+ * names, and a new list's chunks are numbered past the old ones: none is missed, none of the new
+ * list's deleted.
+ */
 async function resetList(list: ListClient): Promise<number> {
-  const { keys } = list
-  const tail = await list.run('reset', (client) => client.reset(keys, list.newListId()))
-  for (let first = FIRST_CHUNK; first <= tail; first += RESET_BATCH_CHUNKS) {
-    const batch = Array.from({ length: Math.min(RESET_BATCH_CHUNKS, tail - first + 1) }, (_, index) => keys.chunk(first + index))
-    await list.run('reset', (client) => client.del(batch))
+  let highest = 0
+  for await (const step of list.chunkKeys('reset')) for (const { number } of step) highest = Math.max(highest, number)
+  const tail = await list.run('reset', (client) => client.reset(list.keys, list.newListId(), highest))
+  let deleted = 0
+  for await (const step of list.chunkKeys('reset')) {
+    const old = step.filter(({ number }) => number <= tail).map(({ key }) => key)
+    // UNLINK: a chunk's names are freed in the background, not while every client waits.
+    for (let first = 0; first < old.length; first += RESET_BATCH_CHUNKS) deleted += await list.run('reset', (client) => client.unlink(old.slice(first, first + RESET_BATCH_CHUNKS)))
   }
-  return tail
+  return deleted
 }

@@ -2,11 +2,15 @@ import { randomBytes } from 'node:crypto'
 import { RedisUnavailableError, type RedisCommands, type RedisConnection } from '@repo/service-kit'
 import { createAcknowledgedAppends, type OneConnection } from './acknowledged-appends.ts'
 import { InconsistentListError } from './errors.ts'
-import { INCONSISTENT, listKeys, NO_LAYOUT, type ItemStoreScripts, type ListKeys, type MigrationProgress } from './layout.ts'
+import { listKeys, type ListKeys } from './layout.ts'
+import { INCONSISTENT, NO_LAYOUT, type ItemStoreScripts, type MigrationProgress } from './scripts.ts'
 import type { StoreCommand } from './metrics.ts'
 
 /** Chunks a migration step moves: about 2 ms of Redis's time for names of 16 bytes. */
 export const MIGRATE_STEP_CHUNKS = 8
+
+/** Keys a SCAN step of the list's chunk keys looks at: about 0.1 ms of Redis's time. */
+const SCAN_STEP_KEYS = 1_000
 
 /** What the store's parts send on the list's connection: commands on one client, answered together. */
 type Send<T> = (client: RedisCommands<ItemStoreScripts>) => Promise<T>
@@ -25,10 +29,31 @@ export interface ListClient {
   run<T>(command: StoreCommand, send: Send<T>): Promise<T>
   /** `write`, resolved at once, or once enough replicas hold it (`ITEMS_MIN_REPLICAS_ACK`). */
   acknowledged<T>(command: StoreCommand, write: (client: OneConnection | RedisCommands<ItemStoreScripts>) => Promise<T>): Promise<T>
-  /** Rejects with `InconsistentListError` when the list's keys disagree, as one script sees them. */
+  /**
+   * Rejects with `InconsistentListError` when the list's keys disagree, as one script sees them,
+   * or when chunks are left without an index and a header (looked for only when both are absent).
+   */
   check(command: StoreCommand): Promise<void>
+  /**
+   * A script's `send` without a list id, the common case; when it found no layout to work on (it
+   * wrote nothing then: a list's first write, or an earlier version's list still at the key), the
+   * chunk keys are looked for (a new list would number its chunks among any left there, so they
+   * are refused), and it is sent again with a fresh id, with which it makes the layout.
+   */
+  withLayout<T>(command: StoreCommand, send: (listId: string) => Promise<T | typeof NO_LAYOUT>): Promise<T>
   /** Makes the layout exist, and moves up to `chunks` chunks' worth of an earlier version's list in. */
   migrateStep(chunks: number): Promise<MigrationProgress>
+  /**
+   * Every chunk key of the list, whatever its number and whether the index names it, a SCAN step
+   * at a time (each step's keys, maybe none); a key there for the whole scan comes at least once.
+   */
+  chunkKeys(command: StoreCommand): AsyncGenerator<ChunkKey[], void, undefined>
+}
+
+/** A chunk key a SCAN found, and its number. */
+export interface ChunkKey {
+  key: string
+  number: number
 }
 
 export interface ListClientSettings {
@@ -54,6 +79,23 @@ export function createListClient(connection: RedisConnection<ItemStoreScripts>, 
   const newListId = createListIdMinter()
   const sendAcknowledged = minReplicasAck > 0 ? createAcknowledgedAppends(appends, minReplicasAck) : undefined
   const run = <T>(command: StoreCommand, send: Send<T>) => refused(report, command, connection.run(command, send))
+  const chunkKeys = (command: StoreCommand) => scanChunkKeys(run, keys, command)
+
+  async function withLayout<T>(command: StoreCommand, send: (listId: string) => Promise<T | typeof NO_LAYOUT>): Promise<T> {
+    const outcome = await send('')
+    if (outcome !== NO_LAYOUT) return outcome
+    await refuseLeftChunks(command)
+    // Given an id, a script makes the layout (ensure()): it never answers NO_LAYOUT.
+    return (await send(newListId())) as T
+  }
+
+  /** With no index and no header, a chunk key found is one they would have numbered: refused. */
+  async function refuseLeftChunks(command: StoreCommand): Promise<void> {
+    for await (const [found] of chunkKeys(command)) {
+      if (found) throw inconsistent(report, command, `the index and the header are gone, and ${found.key} is still there`)
+    }
+  }
+
   return {
     keys,
     get epoch() {
@@ -64,10 +106,26 @@ export function createListClient(connection: RedisConnection<ItemStoreScripts>, 
     acknowledged: (command, write) => (sendAcknowledged ? refused(report, command, sendAcknowledged(command, write)) : run(command, write)),
     async check(command) {
       const reason = await run(command, (client) => client.check(keys))
-      if (reason !== undefined) throw inconsistent(report, command, reason)
+      if (reason === NO_LAYOUT) return refuseLeftChunks(command)
+      if (reason !== '') throw inconsistent(report, command, reason)
     },
-    migrateStep: (chunks) => run('migrate_step', (client) => client.migrateStep(keys, newListId(), chunks)),
+    withLayout,
+    migrateStep: (chunks) => withLayout('migrate_step', (listId) => run('migrate_step', (client) => client.migrateStep(keys, listId, chunks))),
+    chunkKeys,
   }
+}
+
+/** `ListClient.chunkKeys`: a SCAN over the list's chunk pattern, only lists, each step's numbered keys. */
+async function* scanChunkKeys(run: ListClient['run'], keys: ListKeys, command: StoreCommand): AsyncGenerator<ChunkKey[], void, undefined> {
+  let cursor = '0'
+  do {
+    const step = await run(command, (client) => client.scan(cursor, { MATCH: keys.chunkPattern, COUNT: SCAN_STEP_KEYS, TYPE: 'list' }))
+    cursor = step.cursor
+    yield step.keys.flatMap((key) => {
+      const number = keys.chunkNumber(key)
+      return number === undefined ? [] : [{ key, number }]
+    })
+  } while (cursor !== '0')
 }
 
 /**
@@ -107,18 +165,6 @@ export function onLayout<T>(list: ListClient, command: StoreCommand, send: Send<
     await list.migrateStep(0)
     return list.run(command, send)
   })
-}
-
-/**
- * An append's `send` without a list id, the common case; sent again with a fresh one when the
- * script found no layout to append to (it wrote nothing then: a list's first append, or an earlier
- * version's list still at the key).
- */
-export async function withLayout<T>(list: ListClient, send: (listId: string) => Promise<T | typeof NO_LAYOUT>): Promise<T> {
-  const outcome = await send('')
-  if (outcome !== NO_LAYOUT) return outcome
-  // Given an id, a script makes the layout (ensure()): it never answers 'nolayout'.
-  return (await send(list.newListId())) as T
 }
 
 /** Redis answering that the key holds another type: an earlier version's list, not yet moved aside. */

@@ -4,7 +4,7 @@ import { createRedisConnection, type RateLimitRedis, type RedisTarget } from '@r
 import type { ItemsListConfig } from '../config.ts'
 import { createItemStore, type ItemStore } from './item-store.ts'
 import type { StoreCommand } from './metrics.ts'
-import { ITEM_STORE_SCRIPTS } from './layout.ts'
+import { ITEM_STORE_SCRIPTS } from './scripts.ts'
 import { createInconsistencyMetric, createListMetrics, createStoreMetrics, STORE_UP_GAUGE } from './metrics.ts'
 import { migrateInBackground } from './migration.ts'
 

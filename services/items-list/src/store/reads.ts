@@ -1,4 +1,5 @@
 import { ForeignPositionError } from './errors.ts'
+import { createHeldList } from './held-list.ts'
 import {
   chunkAfter,
   chunksFrom,
@@ -9,26 +10,17 @@ import {
   indexStart,
   isTombstone,
   liveNames,
+  type HeaderFields,
   type IndexMembers,
+  type Page,
+  type ReadPosition,
 } from './layout.ts'
 import { MIGRATE_STEP_CHUNKS, onLayout, type ListClient } from './list-client.ts'
 
-/** Where a read goes on from: a chunk's number and a place in it (docs/list.md, "How the list is kept"). */
-export interface ReadPosition {
-  /** The list this place is in: a place in another list means nothing here. */
-  listId: string
-  chunk: number
-  offset: number
-}
-
 /**
- * Names in list order, and where the list goes on after them (none when it ends there): what each
- * step of a read yields, and what a page is.
+ * The list's reads: step by step from a place or the start, a page at a time, and the short list
+ * held between reads (`held-list.ts`). Every step is one round trip of bounded commands.
  */
-export interface Page {
-  names: string[]
-  next: ReadPosition | undefined
-}
 
 /** The list's two reads (documented on `ItemStore`). */
 export interface Reads {
@@ -62,7 +54,9 @@ const MAX_STEP_CHUNKS = 8
 
 export function createReads(list: ListClient): Reads {
   const readChunks = createChunkReader(list)
-  const readStart = createStartReader(list, readChunks)
+  const readStart = createHeldList(list, () =>
+    readChunks().then((read) => ({ page: pageOf(read), header: read.header, listId: read.listId, whole: read.next === undefined })),
+  )
   const read = (from?: ReadPosition) => (from ? readChunks(from).then(pageOf) : readStart())
   return {
     steps: (from, stop) => steps(read, from, stop),
@@ -74,55 +68,6 @@ type ChunkReader = (from?: ReadPosition) => Promise<ChunksRead>
 
 function pageOf({ segments, next }: ChunksRead): Page {
   return { names: segments.length === 1 ? liveNames(segments[0]!.entries) : segments.flatMap((segment) => liveNames(segment.entries)), next }
-}
-
-/**
- * A read's first step from the list's start. A short list (one step) is held, with the header's
- * version it was read under, and handed out again, the same `Page`, while one round trip of two
- * O(1) commands says the list is still that one: the header's version unchanged (no write of names
- * brings it back), the index still naming the list, the connection still the one it was read on
- * (a failover or a restart may bring back less than was read). The version is read before the
- * chunks, so what is held is never older than its version says. Checking first only pays while the
- * list stands still: a check that finds it changed reads it whole from then on, until two reads in
- * a row find the same version (docs/list.md, "A short list read again").
- */
-function createStartReader(list: ListClient, readChunks: ChunkReader): () => Promise<Page> {
-  let held: { page: Page; version: string; listId: string; epoch: number } | undefined
-  let checking = false
-  return async function readStart() {
-    if (held && checking) {
-      const { page, version, listId, epoch } = held
-      // On its layout, as every read: keys an earlier version wrote are told apart as any read tells them.
-      const [header, ours] = await onLayout(list, 'read_check', (client) =>
-        Promise.all([client.hmGet(list.keys.header, HEADER_VERSION), client.zScore(list.keys.index, idMember(listId))]),
-      )
-      if (ours !== null && versionOf(header) === version && list.epoch === epoch) return page
-      checking = false
-    }
-    const epoch = list.epoch
-    const read = await readChunks()
-    const [headerId, , , , legacy] = read.header
-    // Only a list the header and the index agree on, whole in one step, with nothing moving in.
-    if (read.next !== undefined || read.listId === undefined || headerId !== read.listId || legacy !== null) {
-      held = undefined
-      return pageOf(read)
-    }
-    const version = versionOf(read.header)
-    checking ||= held?.version === version && held.epoch === epoch
-    const page = pageOf(read)
-    // Handed out to every GET while held: nobody may change it.
-    Object.freeze(page.names)
-    held = { page, version, listId: read.listId, epoch }
-    return page
-  }
-}
-
-/** HEADER_VERSION's fields as `HMGET` gives them, a field not there as null. */
-type HeaderFields = (string | null)[]
-
-/** The fields as one string to compare (none has a space: an id, numbers, a flag). */
-function versionOf(header: HeaderFields): string {
-  return header.join(' ')
 }
 
 /**

@@ -2,7 +2,7 @@ import t from 'tap'
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { RedisConnection } from '@repo/service-kit'
 import { createAcknowledgedAppends } from '../../src/store/acknowledged-appends.ts'
-import type { ItemStoreScripts } from '../../src/store/layout.ts'
+import type { ItemStoreScripts } from '../../src/store/scripts.ts'
 
 // The groups' own bookkeeping, on a connection made up for it: what Redis and its replicas answer
 // is replica-ack.test.ts's.

@@ -1,7 +1,8 @@
 import t from 'tap'
 import { createClient } from 'redis'
 import { startPrivateRedis } from '@repo/test-support'
-import { appendArguments, CHUNK_NAMES, ITEM_STORE_SCRIPTS, listKeys } from '../../src/store/layout.ts'
+import { CHUNK_NAMES, listKeys } from '../../src/store/layout.ts'
+import { appendArguments, ITEM_STORE_SCRIPTS } from '../../src/store/scripts.ts'
 import { buildService } from '../helpers/service.ts'
 
 // The append scripts as the store sends them: without a list id in the common case, so that an

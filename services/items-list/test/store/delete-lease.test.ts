@@ -4,7 +4,8 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { fileURLToPath } from 'node:url'
 import { createClient } from 'redis'
 import { LISTENING, eventually, runServiceSource } from '@repo/test-support'
-import { ITEM_STORE_SCRIPTS, listKeys } from '../../src/store/layout.ts'
+import { listKeys } from '../../src/store/layout.ts'
+import { ITEM_STORE_SCRIPTS } from '../../src/store/scripts.ts'
 import { buildService, nameAt, writeEarlierList } from '../helpers/service.ts'
 
 // A delete of a long list takes many steps and holds a lock (a lease) on the name between them. A
@@ -49,6 +50,21 @@ t.test('a delete step that finds its lease expired does nothing and answers lost
   const woken = await stepper.removeStep(keys, 'unused', lockOf('doomed'), 'doomed', 'paused delete', 0, 3_000, 200, true)
   t.same(woken, { state: 'lost' })
   t.same((await storedItems()).filter((name) => name === 'doomed'), ['doomed'], 'the name appended after the other 200 is kept')
+})
+
+t.test('each step of a delete renews its lock: a delete whose steps each come in time keeps it however long it runs in all', async (t) => {
+  for (let index = 0; index < 3_000; index++) await app.itemStore.append(index % 1_500 === 0 ? 'doomed' : nameAt(index))
+  const lock = lockOf('doomed')
+  // A lock of 1.5 s, steps 250 ms apart for 4 s: a step that did not renew it would find it gone.
+  // Each step's budget is nil: it renews the lock and gets no further.
+  t.match(await stepper.removeStep(keys, 'unused', lock, 'doomed', 'slow delete', 0, 0, 1_500, false), { state: 'more' })
+  for (const started = performance.now(); performance.now() - started < 4_000; ) {
+    await sleep(250)
+    t.match(await stepper.removeStep(keys, 'unused', lock, 'doomed', 'slow delete', 0, 0, 1_500, true), { state: 'more' })
+  }
+  t.equal(await inspector.get(lock), 'slow delete', 'still its own')
+  t.same(await stepper.removeStep(keys, 'unused', lock, 'doomed', 'slow delete', 0, 1_000_000, 1_500, true), { state: 'done', removed: 2 })
+  t.equal(await inspector.exists(lock), 0, 'let go of when done')
 })
 
 t.test('a DELETE whose lock another delete took over answers 503 (outcome unknown), and a retry answers for the name', async (t) => {

@@ -51,7 +51,7 @@ t.test('a short list read twice unchanged is answered from one check of two O(1)
   const answers = await Promise.all(Array.from({ length: 20 }, () => service.app.inject({ method: 'GET', url: '/items/' })))
   t.same(new Set(answers.map((answer) => answer.body)), new Set(['{"items":["a","b","c"]}']))
   t.same(await commandCalls(service.inspector), { hmget: 20, zscore: 20, 'config|resetstat': 1 }, 'one HMGET and one ZSCORE a GET, nothing else')
-  t.ok((await sent(service.app, 'read_check')) >= 21, 'counted as read_check')
+  t.ok((await sent(service.app, 'held_list')) >= 21, 'counted as held_list')
 })
 
 t.test('writes through another replica show in the next GET of the replica that holds the list', async (t) => {
@@ -73,6 +73,26 @@ t.test('writes through another replica show in the next GET of the replica that 
   await held(reader)
   await writer.app.itemStore.reset()
   t.same(await listed(reader.app), [], 'a reset')
+})
+
+t.test("a list whose tail chunk was emptied and a new one begun, count and fill as before: only the header's tail moved, and the GET reads it again", async (t) => {
+  const reader = await buildService(t)
+  const writer = await buildService(t, { redis: reader.redis })
+  await clearList(writer.inspector, 'items')
+  await writeEarlierList(writer.inspector, 'items', 1_000)
+  await writer.app.itemStore.migrate()
+  await append(writer.app, 'a')
+  await listed(reader.app)
+  t.equal((await held(reader)).at(-1), 'a', 'two chunks, one read step: held')
+  const before = await reader.inspector.hGetAll('items:header')
+
+  // `a` alone in the tail chunk: deleted, the chunk goes and the next append opens another.
+  await remove(writer.app, 'a')
+  await append(writer.app, 'b')
+  const after = await reader.inspector.hGetAll('items:header')
+  t.same({ ...after, tail: before.tail }, before, 'count and fill as before')
+  t.not(after.tail, before.tail, 'the tail moved')
+  t.equal((await listed(reader.app)).at(-1), 'b', 'read again, not the copy held before')
 })
 
 t.test('keys that disagree are refused, held list or not', async (t) => {
@@ -112,10 +132,10 @@ t.test('a list read in one step is held, one chunk longer is read whole every ti
   t.equal((await held(service)).length, 8_000, 'eight chunks: held')
 
   await app.itemStore.append(nameAt(8_000))
-  const [reads, checks] = [await sent(app, 'read'), await sent(app, 'read_check')]
+  const [reads, checks] = [await sent(app, 'read'), await sent(app, 'held_list')]
   for (let read = 0; read < 4; read++) t.equal((await listed(app)).length, 8_001)
   t.ok((await sent(app, 'read')) - reads >= 8, 'nine chunks: two steps every time')
-  t.equal((await sent(app, 'read_check')) - checks, 1, 'one check found the list changed, none since')
+  t.equal((await sent(app, 'held_list')) - checks, 1, 'one check found the list changed, none since')
   await inspector.configResetStat()
   await listed(app)
   t.ok((await commandCalls(inspector)).lrange! >= 9, 'every chunk read')
@@ -126,12 +146,12 @@ t.test('a list that changes between reads is read whole, without a check first',
   await append(service.app, 'first')
   await held(service)
 
-  const [checks, reads] = [await sent(service.app, 'read_check'), await sent(service.app, 'read')]
+  const [checks, reads] = [await sent(service.app, 'held_list'), await sent(service.app, 'read')]
   for (let round = 0; round < 10; round++) {
     await append(service.app, `name ${round}`)
     t.equal((await listed(service.app)).length, round + 2)
   }
-  t.equal((await sent(service.app, 'read_check')) - checks, 1, 'the first GET checked and found it changed; none since did')
+  t.equal((await sent(service.app, 'held_list')) - checks, 1, 'the first GET checked and found it changed; none since did')
   t.equal((await sent(service.app, 'read')) - reads, 10, 'each read the list')
 })
 

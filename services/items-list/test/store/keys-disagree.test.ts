@@ -74,6 +74,12 @@ t.test('an index without its id, or without its header, is refused the same way'
   t.same(lostId.statuses, [503, 503, 503, 503, 503, 503])
   t.match(lostId.ready, { detail: /^Item store inconsistent: the index at ITEMS_KEY has lost its member id:/ })
 
+  await inspector.hDel('items:header', 'id')
+  const neitherId = await answers()
+  t.same(neitherId.statuses, [503, 503, 503, 503, 503, 503], 'nor an index without its id beside a header without one: never 200 [] over chunks that hold names')
+  t.same(neitherId.ready, { detail: 'Item store inconsistent: the index at ITEMS_KEY has no id: member' })
+  t.same(await inspector.lRange('items:chunk:1', 0, -1), ['kept'], 'nothing appended')
+
   await inspector.zAdd('items', { score: -Infinity, value: id! })
   await inspector.del('items:header')
   const noHeader = await answers()
@@ -91,6 +97,17 @@ t.test('a plain list at the key beside the legacy list (an earlier version appen
 
   await inspector.del('items:legacy')
   t.same((await answers()).ready, { detail: 'Item store inconsistent: ITEMS_KEY is a plain list beside the header of a chunked list' }, 'beside the header alone too')
+})
+
+t.test('a plain list at the key beside a whole header (its id, no move under way) is refused by the append too: WRONGTYPE is not a score', async (t) => {
+  await app.itemStore.append('kept')
+  await inspector.del('items')
+  await inspector.rPush('items', 'from an earlier version')
+  const { statuses, post } = await answers()
+  t.same(statuses, [503, 503, 503, 503, 503, 503])
+  t.same(post, { detail: 'Item store inconsistent: ITEMS_KEY is a plain list beside the header of a chunked list' })
+  t.same(await inspector.lRange('items:chunk:1', 0, -1), ['kept'], 'no name appended into a chunk')
+  t.equal(await inspector.hGet('items:header', 'count'), '1', 'nor counted')
 })
 
 // ensure(), which every script that may write runs before it does, refuses in two cases of its
@@ -156,13 +173,64 @@ t.test('chunks left without their index and header (both deleted by hand) are re
   await inspector.del(['items', 'items:header'])
   const { statuses, post } = await answers()
   t.same(statuses, [503, 503, 503, 503, 503, 503])
-  t.same(post, { detail: 'Item store inconsistent: the index and the header are gone, and items:chunk:1 is still there' })
+  t.match(post, { detail: /^Item store inconsistent: the index and the header are gone, and items:chunk:[123] is still there$/ })
   t.equal(await inspector.lLen('items:chunk:1'), 1_000, 'no name added to an old chunk')
+  t.equal(await inspector.exists(['items', 'items:header']), 0, 'no layout made over them')
 
   t.equal((await runReset(['--yes'])).code, 0)
   t.equal((await app.inject({ method: 'POST', url: '/items/', payload: { name: 'after the reset' } })).statusCode, 201)
   t.same((await app.inject({ method: 'GET', url: '/items/' })).json(), { items: ['after the reset'] })
   t.same(await inspector.keys('items:chunk:*'), ['items:chunk:4'])
+})
+
+/** Appends `count` names through the store, `name(index)` each, a hundred at a time. */
+async function appendMany(count: number, name: (index: number) => string) {
+  for (let first = 0; first < count; first += 100) {
+    await Promise.all(Array.from({ length: Math.min(100, count - first) }, (_, offset) => app.itemStore.append(name(first + offset))))
+  }
+}
+
+t.test('chunks after a gap (a chunk emptied by deletes) without their index and header: refused, and the reset deletes every one, numbering new chunks after them', async (t) => {
+  // Chunk 2 holds nothing but `middle`: deleting it deletes the chunk, a gap in the numbers.
+  await appendMany(3_001, (index) => (index >= 1_000 && index < 2_000 ? 'middle' : nameAt(index)))
+  t.equal((await app.inject({ method: 'DELETE', url: '/items/middle' })).statusCode, 200)
+  t.same((await inspector.keys('items:chunk:*')).sort(), ['items:chunk:1', 'items:chunk:3', 'items:chunk:4'])
+  await inspector.del(['items', 'items:header'])
+  t.same((await answers()).statuses, [503, 503, 503, 503, 503, 503])
+
+  const reset = await runReset(['--yes'])
+  t.equal(reset.code, 0, reset.output)
+  t.match(reset.output, /"chunks":3.*the list is empty/, 'the three old chunks deleted')
+  t.same(await inspector.keys('items:chunk:*'), [], 'none left, after the gap either')
+  await appendMany(2_001, (index) => `new ${index}`)
+  const listed = (await app.inject({ method: 'GET', url: '/items/' })).json<{ items: string[] }>().items
+  t.equal(listed.length, 2_001)
+  t.same(listed.filter((name) => !name.startsWith('new ')), [], 'no old name comes back')
+  t.ok((await inspector.keys('items:chunk:*')).every((key) => Number(key.split(':').at(-1)) > 4), 'new chunks numbered past every old one')
+})
+
+t.test('with chunk 1 itself emptied before the index and header went, the chunks left are still found and refused', async (t) => {
+  await appendMany(2_000, (index) => (index < 1_000 ? 'first' : nameAt(index)))
+  t.equal((await app.inject({ method: 'DELETE', url: '/items/first' })).statusCode, 200)
+  await inspector.del(['items', 'items:header'])
+  const { statuses, post, ready } = await answers()
+  t.same(statuses, [503, 503, 503, 503, 503, 503], 'appends, reads, deletes and /ready')
+  t.same(post, { detail: 'Item store inconsistent: the index and the header are gone, and items:chunk:2 is still there' })
+  t.same(ready, post)
+  t.equal(await inspector.lLen('items:chunk:2'), 1_000, 'nothing appended into it')
+  t.equal(await inspector.exists(['items', 'items:header']), 0, 'no layout made over it')
+
+  t.equal((await runReset(['--yes'])).code, 0)
+  t.same(await inspector.keys('items:chunk:*'), [])
+  t.equal((await app.inject({ method: 'GET', url: '/ready' })).statusCode, 200)
+})
+
+t.test('the reset of a one-chunk list leaves no chunk behind', async (t) => {
+  await appendMany(10, nameAt)
+  const reset = await runReset(['--yes'])
+  t.equal(reset.code, 0, reset.output)
+  t.match(reset.output, /"chunks":1.*the list is empty/)
+  t.same(await inspector.keys('items:chunk:*'), [])
 })
 
 t.test('the reset empties a list mid-move, and a Redis without a list; it exits 1 when Redis cannot be reached', async (t) => {

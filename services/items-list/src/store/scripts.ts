@@ -1,0 +1,422 @@
+import { defineScript, type CommandParser, type RedisScripts } from 'redis'
+import { CHUNK_INFIX, CHUNK_NAMES, ID_PREFIX, layoutKeys, LEGACY_MEMBER, TOMBSTONE, type LayoutKeys, type ListKeys } from './layout.ts'
+
+/**
+ * The Lua scripts that write the list (the layout they keep is `layout.ts`'s). Each write is one
+ * script, so that a change and everything that must agree with it (the header, the index, an
+ * idempotency record) are made together or not at all, and every command a script sends is
+ * O(one chunk). Why scripts sent by SHA and not a Redis 7 function library: docs/list.md,
+ * "Scripts, not functions".
+ */
+
+/**
+ * The error reply of a script that found the header and the index disagreeing: whatever it would
+ * write could land where no read looks, so it refuses (docs/list.md, "When the keys disagree").
+ */
+export const INCONSISTENT = 'INCONSISTENT'
+/**
+ * A script's answer when the layout must be made and it was given no list id to make it with: it
+ * wrote nothing. The store then looks for chunks left without their index and header (a SCAN,
+ * never on an ordinary write), and sends it again with an id.
+ */
+export const NO_LAYOUT = 'nolayout'
+
+/** What became of an append. */
+export type AppendOutcome = 'appended' | 'full'
+/** What became of an append made under an idempotency key. */
+export type OnceOutcome = AppendOutcome | 'replayed' | 'conflict'
+
+/**
+ * How a delete step went: `busy` while another delete of the name holds its lock; `lost` when a
+ * step after the first finds the lock expired or another delete's, and so did nothing; `more`
+ * with where the next step goes on; `done`.
+ */
+export type DeleteProgress = { state: 'busy' } | { state: 'lost' } | { state: 'done'; removed: number } | { state: 'more'; removed: number; from: number }
+
+/** What a migration step moved, and how many names are left to move. */
+export interface MigrationProgress {
+  moved: number
+  left: number
+}
+
+/**
+ * Every script's first line. Declared (shebang) scripts are refused whole when Redis is out of
+ * memory, where an undeclared one would run until its first command that may grow memory: a
+ * migration step that had popped names from the legacy list and was then refused their chunk
+ * would lose them.
+ */
+const DECLARED = '#!lua'
+
+/** The keys every script is given first (`layoutKeys`), by name. */
+const KEYS = `local index, header, legacy = KEYS[1], KEYS[2], KEYS[3]`
+
+/**
+ * Lua shared by every script but the append's common case. ARGV[1] is a fresh list id, used only
+ * when the list does not exist yet, or '' for none. The header keeps the list's id too (`id`), so
+ * that one O(1) `ZSCORE` tells whether the index is still the one the header counts for.
+ *
+ * `diagnose()` says how the header and the index disagree, if they do: a header without its index
+ * (`DEL ITEMS_KEY`), an index without its `id:` member or without its header, a plain list at the
+ * key beside the header or beside a legacy list. Chunks left without both their index and header
+ * are the one disagreement no O(1) command sees: the store looks for them with SCAN before it lets
+ * a script make the layout (`NO_LAYOUT`). `refuseInconsistent()` refuses what diagnose() finds
+ * (an error reply starting INCONSISTENT), before anything is written. `ensure()` refuses it too,
+ * and otherwise makes the layout exist: it turns an earlier version's list at the index's key
+ * into the legacy list (one O(1) RENAME: from then on that version's commands meet a sorted set
+ * and fail, rather than act on part of the list), gives a new list its id, and copies into the
+ * header the id of an index made before the header kept it; it answers false, having written
+ * nothing, when the layout must be made and ARGV[1] is ''. `migrate(chunks)` moves up to that
+ * many chunks' worth of names from the legacy list's head into new chunks, and clears `legacy`
+ * from the index and the header once it is empty.
+ */
+const PRELUDE = `
+local CHUNK_NAMES = ${CHUNK_NAMES}
+-- Chunk keys are built here, not given in KEYS: which chunks a script touches is known only as it runs, so it cannot declare them, and the store cannot run on Redis Cluster.
+local function chunk(n) return index .. '${CHUNK_INFIX}' .. n end
+
+local function diagnose()
+  local kind = redis.call('TYPE', index).ok
+  local count, id = unpack(redis.call('HMGET', header, 'count', 'id'))
+  if kind == 'list' then
+    if redis.call('EXISTS', legacy) == 1 then
+      return 'ITEMS_KEY is a plain list and ' .. legacy .. ' exists: two lists to move in, refusing to choose'
+    end
+    if count then return 'ITEMS_KEY is a plain list beside the header of a chunked list' end
+    return nil
+  end
+  if kind == 'none' then
+    if count then return 'the index at ITEMS_KEY is gone while its header counts ' .. count .. ' names' end
+    return nil
+  end
+  if kind ~= 'zset' then return 'ITEMS_KEY holds a ' .. kind .. ', not the list' end
+  if not count then return 'the index at ITEMS_KEY has no header' end
+  if id then
+    if not redis.call('ZSCORE', index, '${ID_PREFIX}' .. id) then return 'the index at ITEMS_KEY has lost its member ${ID_PREFIX}' .. id end
+  elseif not redis.call('ZRANGE', index, '-inf', '-inf', 'BYSCORE', 'LIMIT', 0, 1)[1] then
+    return 'the index at ITEMS_KEY has no ${ID_PREFIX} member'
+  end
+  return nil
+end
+
+local function refuseInconsistent()
+  local reason = diagnose()
+  if reason then error({err = '${INCONSISTENT} ' .. reason}) end
+end
+
+local function ensure()
+  refuseInconsistent()
+  local kind = redis.call('TYPE', index).ok
+  if kind == 'zset' then
+    if not redis.call('HGET', header, 'id') then
+      local member = redis.call('ZRANGE', index, '-inf', '-inf', 'BYSCORE', 'LIMIT', 0, 1)[1]
+      redis.call('HSET', header, 'id', string.sub(member, ${ID_PREFIX.length + 1}))
+    end
+    return true
+  end
+  local id = ARGV[1]
+  if id == '' then return false end
+  if kind == 'list' then
+    redis.call('RENAME', index, legacy)
+    redis.call('ZADD', index, '-inf', '${ID_PREFIX}' .. id, '+inf', '${LEGACY_MEMBER}')
+    redis.call('HSET', header, 'count', redis.call('LLEN', legacy), '${LEGACY_MEMBER}', 1)
+  else
+    redis.call('ZADD', index, '-inf', '${ID_PREFIX}' .. id)
+    redis.call('HSET', header, 'count', 0)
+  end
+  redis.call('HSET', header, 'id', id, 'tail', 0, 'fill', CHUNK_NAMES)
+  return true
+end
+
+local function migrate(chunks)
+  local at = redis.call('HMGET', header, 'tail', 'fill')
+  local tail, fill = tonumber(at[1]), tonumber(at[2])
+  local moved = 0
+  for _ = 1, chunks do
+    local names = redis.call('LPOP', legacy, CHUNK_NAMES)
+    if not names then break end
+    tail = tail + 1
+    redis.call('RPUSH', chunk(tail), unpack(names))
+    redis.call('ZADD', index, tail, tail)
+    fill = #names
+    moved = moved + fill
+  end
+  if redis.call('EXISTS', legacy) == 0 then
+    redis.call('ZREM', index, '${LEGACY_MEMBER}')
+    redis.call('HDEL', header, '${LEGACY_MEMBER}')
+  end
+  redis.call('HSET', header, 'tail', tail, 'fill', fill)
+  return moved
+end
+`
+
+/**
+ * The append of ARGV[2] under the cap ARGV[3] (ITEMS_MAX_COUNT), written once for both appends:
+ * 'full' at the cap, NO_LAYOUT when the layout must be made and ARGV[1] holds no id, else
+ * 'appended' (after the names an earlier version's list still holds, while one does). Its common
+ * case, the list there and its keys agreeing, is four O(1) commands (the header read, the index's
+ * id checked, the push, the header written) before PRELUDE is ever made: a hot path, and Redis's
+ * time is everyone's. Anything else (no layout, keys that disagree) goes through ensure() first,
+ * which refuses or makes the layout, and the header is read again.
+ */
+const APPEND = `
+local at = redis.call('HMGET', header, 'count', 'tail', 'fill', '${LEGACY_MEMBER}', 'id')
+-- The index still holds the header's id: it was neither deleted nor replaced. pcall: a plain list
+-- at the key answers WRONGTYPE (an error, not a score), which ensure() names.
+if not (at[5] and type(redis.pcall('ZSCORE', index, '${ID_PREFIX}' .. at[5])) == 'string') then
+  ${PRELUDE}
+  if not ensure() then return '${NO_LAYOUT}' end
+  at = redis.call('HMGET', header, 'count', 'tail', 'fill', '${LEGACY_MEMBER}')
+end
+local count, tail, fill = tonumber(at[1]), tonumber(at[2]), tonumber(at[3])
+if count >= tonumber(ARGV[3]) then return 'full' end
+if at[4] then
+  redis.call('RPUSH', legacy, ARGV[2])
+  redis.call('HSET', header, 'count', count + 1)
+  return 'appended'
+end
+if fill >= ${CHUNK_NAMES} then
+  tail, fill = tail + 1, 0
+  redis.call('ZADD', index, tail, tail)
+end
+redis.call('RPUSH', index .. '${CHUNK_INFIX}' .. tail, ARGV[2])
+redis.call('HSET', header, 'count', count + 1, 'tail', tail, 'fill', fill + 1)
+return 'appended'
+`
+
+/**
+ * One way to declare a script: its Lua, how many of its arguments are keys, how a call's
+ * arguments become KEYS and ARGV, and what its reply means. node-redis sends it by SHA, and loads
+ * it once where Redis does not know it (after a restart or a failover).
+ */
+function script<Args extends unknown[], Reply>(
+  lua: string,
+  numberOfKeys: number,
+  parseCommand: (parser: CommandParser, ...args: Args) => void,
+  transformReply: (reply: unknown) => Reply,
+): Script<Args, Reply> {
+  return defineScript({ SCRIPT: lua, NUMBER_OF_KEYS: numberOfKeys, parseCommand, transformReply })
+}
+
+/** A declared script as node-redis types a client's method: its arguments and its reply. */
+type Script<Args extends unknown[], Reply> = RedisScripts[string] & {
+  parseCommand(this: void, parser: CommandParser, ...args: Args): void
+  transformReply(this: void, reply: unknown): Reply
+}
+
+/**
+ * What every append of one list sends alike, built once (`appendArguments`): its keys and
+ * ITEMS_MAX_COUNT as text.
+ */
+export interface AppendArguments {
+  keys: LayoutKeys
+  maxCount: string
+}
+
+export function appendArguments(keys: ListKeys, maxCount: number): AppendArguments {
+  return { keys: layoutKeys(keys), maxCount: String(maxCount) }
+}
+
+/** ARGV[1]: a list id, or '' (the common case). ARGV[2]: the name, ARGV[3]: ITEMS_MAX_COUNT. */
+const appendScript = script(
+  `${DECLARED}
+${KEYS}
+${APPEND}`,
+  3,
+  (parser, list: AppendArguments, listId: string, name: string) => {
+    parser.pushKeys(list.keys)
+    parser.push(listId, name, list.maxCount)
+  },
+  (reply) => String(reply) as AppendOutcome | typeof NO_LAYOUT,
+)
+
+/**
+ * KEYS[4]: the key's record. ARGV[2]: the name, ARGV[3]: ITEMS_MAX_COUNT, ARGV[4]: the name's
+ * fingerprint, ARGV[5]: the record's lifetime (s). The record is read first, so that a retry of
+ * an append stored before the list filled up still gets its first answer. One script: the append
+ * and its record are stored together or not at all, and the append-only file keeps them together
+ * across a crash. A replay rewrites the record as it is, so that a `WAIT` after it waits for the
+ * replicas to hold the record, wherever the first append was made.
+ */
+const appendOnceScript = script(
+  `${DECLARED}
+${KEYS}
+local recorded = redis.call('GET', KEYS[4])
+if recorded then
+  if recorded ~= ARGV[4] then return 'conflict' end
+  ${PRELUDE}
+  -- A replay's 201 says too that a read shows the name: not over keys that disagree.
+  if not ensure() then return '${NO_LAYOUT}' end
+  redis.call('SET', KEYS[4], recorded, 'KEEPTTL')
+  return 'replayed'
+end
+local outcome = (function()
+${APPEND}
+end)()
+if outcome == 'appended' then redis.call('SET', KEYS[4], ARGV[4], 'EX', ARGV[5]) end
+return outcome`,
+  4,
+  (parser, list: AppendArguments, listId: string, name: string, record: string, fingerprint: string, ttlSeconds: string) => {
+    parser.pushKeys([...list.keys, record])
+    parser.push(listId, name, list.maxCount, fingerprint, ttlSeconds)
+  },
+  (reply) => String(reply) as OnceOutcome | typeof NO_LAYOUT,
+)
+
+/**
+ * KEYS[4]: the name's delete lock. ARGV[2]: the name, ARGV[3]: this delete's token, ARGV[4]: the
+ * first chunk number to look at, ARGV[5]: the step's budget (µs, by Redis's own clock), ARGV[6]:
+ * the lock's lifetime (ms), ARGV[7]: 1 for a step after this delete's first.
+ *
+ * Turns every occurrence of the name in the chunks from ARGV[4] on into a tombstone (`LPOS … COUNT 0`
+ * finds them, `LSET` replaces them: the chunk's other names keep their places), drops chunks left
+ * with nothing but tombstones, moves the legacy list in when the chunks run out, and stops when its
+ * budget is spent. It may run while Redis is out of memory (allow-oom): a delete frees memory, and
+ * a full Redis is when a delete is most wanted. A delete that needs more than one step holds the
+ * name's lock from its first to its last, each step renewing it, so that a concurrent delete of
+ * the same name waits (`busy`) and then finds nothing: of concurrent deletes of one name exactly
+ * one removes it, however long the list.
+ *
+ * The lock is a lease: a holder paused past it (a long GC, a frozen container) may find on its
+ * next step that another delete has run meanwhile. That step does nothing and answers `lost`: the
+ * holder cannot tell whether the occurrences it removed were all there were, nor whether another
+ * delete answered for them, so it must not report them (docs/list.md, "Deletes that lose their lock").
+ */
+const removeStepScript = script(
+  `${DECLARED} flags=allow-oom
+${KEYS}
+${PRELUDE}
+if not ensure() then return {'${NO_LAYOUT}'} end
+local lock, name, token, from = KEYS[4], ARGV[2], ARGV[3], tonumber(ARGV[4])
+local holder = redis.call('GET', lock)
+if ARGV[7] == '1' then
+  if holder ~= token then return {'lost'} end
+elseif holder then
+  return {'busy'}
+end
+local function now() local t = redis.call('TIME'); return t[1] * 1000000 + t[2] end
+local deadline = now() + tonumber(ARGV[5])
+local removed, finished = 0, false
+while not finished and now() < deadline do
+  local members = redis.call('ZRANGE', index, from, '+inf', 'BYSCORE', 'LIMIT', 0, 16)
+  finished = #members == 0
+  for _, member in ipairs(members) do
+    if member == '${LEGACY_MEMBER}' then
+      migrate(1)
+      break
+    end
+    local n = tonumber(member)
+    local key = chunk(n)
+    local found = redis.call('LPOS', key, name, 'COUNT', 0)
+    for _, at in ipairs(found) do redis.call('LSET', key, at, '${TOMBSTONE}') end
+    removed = removed + #found
+    if #found > 0 and #redis.call('LPOS', key, '${TOMBSTONE}', 'COUNT', 0) == redis.call('LLEN', key) then
+      redis.call('DEL', key)
+      redis.call('ZREM', index, member)
+      -- The next append must not write into the chunk again: a reader may hold a place in it.
+      if n == tonumber(redis.call('HGET', header, 'tail')) then redis.call('HSET', header, 'fill', CHUNK_NAMES) end
+    end
+    from = n + 1
+    if now() >= deadline then break end
+  end
+end
+if removed > 0 then redis.call('HINCRBY', header, 'count', -removed) end
+if finished then
+  if holder then redis.call('DEL', lock) end
+  return {'done', removed}
+end
+redis.call('SET', lock, token, 'PX', ARGV[6])
+return {'more', removed, from}`,
+  4,
+  (parser, keys: ListKeys, listId: string, lock: string, name: string, token: string, from: number, budgetMicros: number, lockMs: number, continuing: boolean) => {
+    parser.pushKeys([...layoutKeys(keys), lock])
+    parser.push(listId, name, token, String(from), String(budgetMicros), String(lockMs), continuing ? '1' : '0')
+  },
+  (reply): DeleteProgress | typeof NO_LAYOUT => {
+    const [state, removed, from] = reply as [string, number?, number?]
+    if (state === NO_LAYOUT) return NO_LAYOUT
+    if (state === 'busy' || state === 'lost') return { state }
+    if (state === 'done') return { state, removed: Number(removed) }
+    return { state: 'more', removed: Number(removed), from: Number(from) }
+  },
+)
+
+/**
+ * ARGV[2]: chunks to move. Makes the layout exist (turning an earlier version's list into the
+ * legacy list), and moves up to that many chunks' worth of names in.
+ */
+const migrateStepScript = script(
+  `${DECLARED}
+${KEYS}
+${PRELUDE}
+if not ensure() then return '${NO_LAYOUT}' end
+local moved = migrate(tonumber(ARGV[2]))
+return {moved, redis.call('LLEN', legacy)}`,
+  3,
+  (parser, keys: ListKeys, listId: string, chunks: number) => {
+    parser.pushKeys(layoutKeys(keys))
+    parser.push(listId, String(chunks))
+  },
+  (reply): MigrationProgress | typeof NO_LAYOUT => {
+    if (reply === NO_LAYOUT) return NO_LAYOUT
+    const [moved, left] = reply as [number, number]
+    return { moved, left }
+  },
+)
+
+/**
+ * Changes nothing: how the header and the index disagree; NO_LAYOUT when they agree but the layout
+ * is still to be made (no list, or an earlier version's at the key); '' when all is well.
+ */
+const checkScript = script(
+  `${DECLARED} flags=no-writes
+${KEYS}
+${PRELUDE}
+local reason = diagnose()
+if reason then return reason end
+if redis.call('TYPE', index).ok ~= 'zset' then return '${NO_LAYOUT}' end
+return ''`,
+  3,
+  (parser, keys: ListKeys) => parser.pushKeys(layoutKeys(keys)),
+  (reply) => String(reply),
+)
+
+/**
+ * ARGV[1]: the new list's id, ARGV[2]: the highest chunk number a SCAN found.
+ *
+ * Empties the list whatever state its keys are in: a new, empty list with a new id (so cursors
+ * into the old one are refused) takes the place of the index, the header and the legacy list at
+ * once. Its chunk numbers go on from the highest the old list may have used (the header's, the
+ * index's, or the highest of the chunk keys found), which it returns: no append lands in an old
+ * chunk, and the old chunks, numbered up to it, are no read's any more; they are deleted
+ * afterwards, a batch at a time, while appends go to new ones.
+ */
+const resetScript = script(
+  `${DECLARED} flags=allow-oom
+${KEYS}
+local tail = math.max(tonumber(redis.call('HGET', header, 'tail')) or 0, tonumber(ARGV[2]))
+if redis.call('TYPE', index).ok == 'zset' then
+  local last = redis.call('ZRANGE', index, '+inf', '-inf', 'BYSCORE', 'REV', 'LIMIT', 0, 2)
+  for _, member in ipairs(last) do tail = math.max(tail, tonumber(member) or 0) end
+end
+redis.call('DEL', index, header, legacy)
+redis.call('ZADD', index, '-inf', '${ID_PREFIX}' .. ARGV[1])
+redis.call('HSET', header, 'count', 0, 'id', ARGV[1], 'tail', tail, 'fill', ${CHUNK_NAMES})
+return tail`,
+  3,
+  (parser, keys: ListKeys, listId: string, highestFound: number) => {
+    parser.pushKeys(layoutKeys(keys))
+    parser.push(listId, String(highestFound))
+  },
+  (reply) => Number(reply),
+)
+
+/** The Lua scripts the store's connection must be opened with (`createRedisConnection`'s `scripts`). */
+export const ITEM_STORE_SCRIPTS = {
+  append: appendScript,
+  appendOnce: appendOnceScript,
+  removeStep: removeStepScript,
+  migrateStep: migrateStepScript,
+  check: checkScript,
+  reset: resetScript,
+}
+export type ItemStoreScripts = typeof ITEM_STORE_SCRIPTS
