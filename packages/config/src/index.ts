@@ -1,3 +1,6 @@
+// How a service reads its environment: `loadConfig` against the service's TypeBox schema, and the
+// settings every service shares (server, Redis, Sentinel, tracing), so that a bad variable stops
+// the start with every problem named at once.
 import envSchema from 'env-schema'
 import { Type, type Static, type TObject, type TProperties, type TUnsafe } from '@sinclair/typebox'
 

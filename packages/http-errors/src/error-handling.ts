@@ -1,3 +1,5 @@
+// Every failure answered in the service's JSON shape, in one place: the error and not-found
+// handlers, and the one for errors Fastify finds before routing.
 import fp from 'fastify-plugin'
 import type { FastifyError, FastifyReply, FastifyServerOptions, preHandlerHookHandler } from 'fastify'
 import { HttpError } from './http-error.ts'

@@ -1,3 +1,5 @@
+// service-kit's entry point: what both services are built from (the server, the plugins every
+// service registers, the logger, the Redis connection, the process that runs them).
 export { AccessLog } from './logging/access-log.ts'
 export { createLogger } from './logging/logger.ts'
 export { serviceKit, type ServiceKitOptions } from './http/service-kit.ts'

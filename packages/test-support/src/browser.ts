@@ -1,3 +1,5 @@
+// Swagger UI rendered in headless Chromium, for the tests that check what a browser shows of
+// `/docs`, and the reason they are skipped on a machine without one.
 import { access, constants } from 'node:fs/promises'
 import { chromium } from 'playwright-core'
 

@@ -1,3 +1,5 @@
+// The check that docs/configuration.md and each service's configuration schema agree: every
+// variable, its default and its description, so that the doc cannot drift from the code.
 import { existsSync, readFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 

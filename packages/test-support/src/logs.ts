@@ -1,3 +1,5 @@
+// A test's view of the logs: a destination that keeps every line a logger writes, and readings of
+// them (how Redis outages were logged).
 import { waitForFound } from './waiting.ts'
 
 /** One JSON log line as a service wrote it. */

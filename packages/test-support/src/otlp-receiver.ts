@@ -1,3 +1,4 @@
+// A local OTLP/HTTP receiver that keeps every span it is sent, for the tests of tracing.
 import { createServer } from 'node:http'
 import { once } from 'node:events'
 

@@ -1,3 +1,5 @@
+// Running a service or a command the way production runs it, in a process of its own with only
+// the environment given, and waiting for it to listen.
 import { spawn, type ChildProcess } from 'node:child_process'
 import { once } from 'node:events'
 import { connect, createServer, type AddressInfo } from 'node:net'

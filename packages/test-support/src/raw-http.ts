@@ -1,3 +1,5 @@
+// A request written byte for byte on a raw connection, for the tests of what no HTTP client would
+// send (bad framing, oversized headers, a path a client would normalize).
 import { once } from 'node:events'
 import { connect } from 'node:net'
 

@@ -1,3 +1,5 @@
+// The services' real Redis ACL users (deploy/redis) and compose's Redis flags, loaded into a test's
+// private Redis, so that tests run with the rights production grants.
 import { execFile } from 'node:child_process'
 import { once } from 'node:events'
 import { appendFile, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'

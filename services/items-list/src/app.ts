@@ -1,3 +1,5 @@
+// `buildApp`: items-list as one Fastify plugin tree (the store, the service kit, the routes), the
+// same for production and the tests, with the store's failures answered 503.
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify'
 import { HttpError } from '@repo/http-errors'
 import { createServer, RedisUnavailableError, serviceKit } from '@repo/service-kit'

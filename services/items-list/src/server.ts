@@ -1,3 +1,5 @@
+// items-list's process entry point, and the only place its environment is read: everything else
+// is `buildApp`, run by service-kit's `runService`.
 import { runService } from '@repo/service-kit/run-service'
 import { ItemsListConfig } from './config.ts'
 

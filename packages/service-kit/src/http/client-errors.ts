@@ -1,3 +1,5 @@
+// Requests Node cannot parse (bad framing, headers too large, too slow to arrive) never reach
+// Fastify: they are answered here, in the service's shape, instead of with Node's empty answers.
 import { randomUUID } from 'node:crypto'
 import { STATUS_CODES } from 'node:http'
 import type { Socket } from 'node:net'

@@ -1,3 +1,4 @@
+// CORS for the origins `CORS_ORIGINS` names (none without it), exposing the headers clients read.
 import fastifyCors from '@fastify/cors'
 import fp from 'fastify-plugin'
 

@@ -1,3 +1,5 @@
+// The JSON body parser: UTF-8 only, and no key that could reach an object's prototype, so that a
+// stored name is always the one the client sent.
 import { isUtf8 } from 'node:buffer'
 import fp from 'fastify-plugin'
 

@@ -1,3 +1,4 @@
+// `GET /metrics`: the process's metrics and every request's duration, from the app's own registry.
 import { collectDefaultMetrics, Histogram } from 'prom-client'
 import fp from 'fastify-plugin'
 

@@ -1,3 +1,5 @@
+// The OpenAPI document and Swagger UI under `/docs`, made from the routes' own schemas so that
+// they never differ from what the routes validate and send.
 import swagger from '@fastify/swagger'
 import swaggerUi from '@fastify/swagger-ui'
 import fp from 'fastify-plugin'

@@ -1,3 +1,5 @@
+// `RATE_LIMIT_PER_MINUTE` per client address, counted in Redis when the service has one so that
+// replicas share one count; a request is let through when Redis is slow or down.
 import rateLimitPlugin, { type FastifyRateLimitStore, type FastifyRateLimitStoreCtor } from '@fastify/rate-limit'
 import fp from 'fastify-plugin'
 import { HttpError } from '@repo/http-errors'

@@ -1,3 +1,5 @@
+// One request id per request, the caller's `X-Request-Id` when it is safe to reuse, sent back on
+// every answer: a request can then be followed through every service and log line it crosses.
 import { randomUUID } from 'node:crypto'
 import type { IncomingMessage } from 'node:http'
 import fp from 'fastify-plugin'

@@ -1,3 +1,5 @@
+// The security headers every answer carries, computed once at startup: they never change from one
+// request to the next.
 import helmet from 'helmet'
 import { IncomingMessage, ServerResponse } from 'node:http'
 import { Socket } from 'node:net'

@@ -1,3 +1,5 @@
+// `createServer`: the Fastify instance both services start from, with what they share (timeouts,
+// request ids, parsing, the error shape, the metrics registry) set in one place; it never listens.
 import Fastify, { type FastifyBaseLogger, type FastifyServerOptions } from 'fastify'
 import { Registry } from 'prom-client'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'

@@ -1,3 +1,5 @@
+// `serviceKit`: every plugin both services register, in one plugin and one order, with their
+// options given once.
 import fp from 'fastify-plugin'
 import type { preHandlerHookHandler } from 'fastify'
 import { errorHandling, type ErrorHandlingOptions } from '@repo/http-errors'

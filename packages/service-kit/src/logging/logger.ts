@@ -1,3 +1,5 @@
+// `createLogger`: the services' pino logger, which keeps credentials and stack traces out of every
+// line and adds the trace's ids when tracing runs.
 import { pino, stdSerializers, type DestinationStream, type Logger } from 'pino'
 import { activeTracing } from '../tracing/tracing.ts'
 

@@ -1,3 +1,5 @@
+// The drain on shutdown: `/ready` answers 503 and every answer closes its connection, so that
+// balancers take the replica out while it still serves.
 import fp from 'fastify-plugin'
 import type { preHandlerHookHandler } from 'fastify'
 

@@ -1,3 +1,5 @@
+// `runService`: a service's whole process around its app (configuration, logs, tracing, listening,
+// the drain and shutdown), so that each service's `server.ts` is one call.
 import { setTimeout as sleep } from 'node:timers/promises'
 import closeWithGrace from 'close-with-grace'
 import type { Static, TObject } from '@sinclair/typebox'

@@ -1,3 +1,5 @@
+// `createRedisConnection`: the one way both services talk to Redis, direct or through Sentinel,
+// with a deadline on every command so that a Redis down or stalled never holds a request up.
 import { createClient, createSentinel, type RedisScripts } from 'redis'
 import { Gauge, type Registry } from 'prom-client'
 import type { FastifyBaseLogger } from 'fastify'

@@ -1,3 +1,5 @@
+// Where Redis is and how to reach it (one server or Sentinel, user, password, CA), turned into
+// node-redis's options, with a bad CA file refused at start.
 import { readFileSync } from 'node:fs'
 import { ConfigError } from '@repo/config'
 

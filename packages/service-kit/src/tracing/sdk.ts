@@ -1,3 +1,5 @@
+// The OpenTelemetry SDK and its instrumentations, in a module of their own so that only a service
+// that traces loads them (`tracing.ts` imports this file when tracing is on).
 import { context, logs, propagation, trace } from '@opentelemetry/api'
 import { FastifyOtelInstrumentation } from '@fastify/otel'
 import { RedisInstrumentation } from '@opentelemetry/instrumentation-redis'

@@ -1,3 +1,5 @@
+// The `cursor` of a page's `next` link: a read position written as opaque base64url, and read back
+// only when this service wrote it.
 import type { ReadPosition } from '../store/item-store.ts'
 
 /** What a cursor decodes to: the list's id, a chunk number, a place in that chunk. */

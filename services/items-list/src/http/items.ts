@@ -1,3 +1,5 @@
+// The list's routes under `/items/`: append, read (whole or by pages), delete every occurrence of a
+// name, each turning the store's refusals into the spec's statuses.
 import { Readable } from 'node:stream'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyReply } from 'fastify'

@@ -1,3 +1,4 @@
+// `GET /`: the service's greeting.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Message } from './schemas.ts'
 

@@ -1,3 +1,5 @@
+// items-list's HTTP schemas (TypeBox): they validate requests, serialize answers and make the
+// OpenAPI document, and the types come from them, so nothing is declared twice.
 import { Type, type Static } from '@sinclair/typebox'
 
 /** 1 to 1024 characters of well-formed Unicode: a lone surrogate could not round-trip through Redis. */
