@@ -62,7 +62,7 @@ t.test('/metrics shows the store: commands by outcome, their duration, and wheth
   t.equal(sample(page, 'items_store_command_duration_seconds_bucket{le="0.5",command="read"}'), 1, 'up to the deadline')
 
   // Counted between scrapes: each scrape adds only what happened since the one before. Two
-  // reads finding the list unchanged, the next GET checks it instead (docs/list.md, "A short list read again").
+  // reads finding the list unchanged, the next GET checks it instead (docs/list.md, "The held list").
   await app.inject({ method: 'GET', url: '/items/' })
   await app.inject({ method: 'GET', url: '/items/' })
   t.equal(sample(await scrape(), 'items_store_commands_total{command="read",outcome="ok"}'), 3)

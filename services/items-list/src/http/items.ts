@@ -17,6 +17,7 @@ const JSON_TYPE = 'application/json; charset=utf-8'
 /** The list itself: append, read (whole or by pages), delete every occurrence of a name. */
 export const itemRoutes: FastifyPluginAsyncTypebox<{ maxCount: number }> = async (app, { maxCount }) => {
   const store = app.itemStore
+  const bodyOf = createLastBody()
   const full = () => new HttpError(507, { detail: `The list is full: it holds ${maxCount} names, the most it may` })
 
   app.post(
@@ -68,7 +69,7 @@ export const itemRoutes: FastifyPluginAsyncTypebox<{ maxCount: number }> = async
       const from = cursor === undefined ? undefined : (decodeCursor(cursor) ?? badCursor())
       try {
         if (limit !== undefined) return await sendPage(reply, store, from, limit)
-        return await sendList(reply, store, from)
+        return await sendList(reply, store, from, bodyOf)
       } catch (error) {
         if (error instanceof ForeignPositionError) badCursor('cursor is from another list')
         throw error
@@ -119,7 +120,7 @@ async function sendPage(reply: FastifyReply, store: ItemStore, from: ReadPositio
  * sent, so that a Redis already unavailable is still a 503; a failure later cuts the answer short
  * (the client sees it end without its last chunk, never a list that looks whole).
  */
-async function sendList(reply: FastifyReply, store: ItemStore, from: ReadPosition | undefined) {
+async function sendList(reply: FastifyReply, store: ItemStore, from: ReadPosition | undefined, bodyOf: (names: string[]) => string) {
   const gone = new AbortController()
   const steps = store.steps(from, gone.signal)
   // The first step always comes: nothing stops the read before it.
@@ -136,14 +137,15 @@ async function sendList(reply: FastifyReply, store: ItemStore, from: ReadPositio
 }
 
 /**
- * The last body written, and the names it holds: a short list the store holds comes back as the
- * same array while it is unchanged, and is serialized once.
+ * One app's last whole-list body, and the names it holds: the held list comes back as the same
+ * frozen array while it is unchanged, and is serialized once.
  */
-let last: { names: string[]; body: string } | undefined
-
-function bodyOf(names: string[]): string {
-  if (last?.names !== names) last = { names, body: `{"items":${JSON.stringify(names)}}` }
-  return last.body
+function createLastBody(): (names: string[]) => string {
+  let last: { names: string[]; body: string } | undefined
+  return (names) => {
+    if (last?.names !== names) last = { names, body: `{"items":${JSON.stringify(names)}}` }
+    return last.body
+  }
 }
 
 /** `{"items":[…]}`, a piece per read step: the names already read, then the rest as they come. */

@@ -3,8 +3,8 @@ import type { FastifyInstance } from 'fastify'
 import { eventually } from '@repo/test-support'
 import { buildService, clearList, nameAt, writeEarlierList, type Inspector, type ServiceUnderTest } from '../helpers/service.ts'
 
-// A short list read from its start is held by the replica that read it, and answered again after
-// a check of the header's version and the index's id (docs/list.md, "A short list read again").
+// The held list: a short list read from its start is kept by the replica that read it, and answered
+// again after a revalidation of the header's version and the index's id (docs/list.md, "The held list").
 // Each test reads the list until the replica holds it, then writes it some other way and asserts
 // the next GET answers what Redis holds: a held list never hides a write.
 
