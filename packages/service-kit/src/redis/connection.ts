@@ -118,17 +118,90 @@ const SOCKET = {
  * (commands fail at once) until a probe gets an answer again. An outage is logged once, its end once.
  */
 export function createRedisConnection<Scripts extends RedisScripts = NoScripts>(options: RedisConnectionOptions<Scripts>): RedisConnection<Scripts> {
-  const { logger, purpose, onCommand, deadlineMs = DEFAULT_DEADLINE_MS, probeIntervalMs = DEFAULT_PROBE_INTERVAL_MS } = options
-  const { target } = options
+  const { logger, purpose, onCommand, target, deadlineMs = DEFAULT_DEADLINE_MS, probeIntervalMs = DEFAULT_PROBE_INTERVAL_MS } = options
   const client: RedisCommands<Scripts> = 'sentinels' in target ? createSentinelClient(target, options.scripts) : createNodeClient(target, options.scripts)
   const duplicates: RedisCommands<Scripts>[] = []
   const where = { purpose, ...redactedTarget(target) }
+  const missedDeadline = () => new RedisUnavailableError(`Redis did not answer within ${deadlineMs} ms`, { timedOut: true })
+  const health = createHealth(client, { logger, where, deadlineMs, probeIntervalMs, missedDeadline })
+  const epochs = countEpochs(client, health)
+  if (options.up) registerUpGauge(options.up, health.isAvailable)
+  logger.info(where, 'connecting to Redis')
+  const connecting = keepConnecting(client, 'sentinels' in target, health.reportOutage)
+
+  async function run<T>(command: string, send: (client: RedisCommands<Scripts>) => Promise<T>): Promise<T> {
+    const started = performance.now()
+    const report = (outcome: CommandOutcome) => onCommand?.(command, outcome, (performance.now() - started) / 1000)
+    if (!health.isAvailable()) {
+      report('error')
+      throw new RedisUnavailableError('Redis is not available')
+    }
+    try {
+      const value = await withDeadline(send(client), deadlineMs, missedDeadline)
+      report('ok')
+      return value
+    } catch (error) {
+      if (error instanceof RedisUnavailableError) {
+        report('timeout')
+        health.setAside(error)
+        throw error
+      }
+      report('error')
+      throw new RedisUnavailableError('Redis command failed', { cause: error })
+    }
+  }
+
+  return {
+    client,
+    get isAvailable() {
+      return health.isAvailable()
+    },
+    deadlineMs,
+    get epoch() {
+      return epochs.current
+    },
+    run,
+    duplicate() {
+      // A subscriber sends no command of its own: the pool's second connection, kept for `use`, would idle.
+      const duplicate: RedisCommands<Scripts> = 'use' in client ? client.duplicate({ masterPoolSize: 1 }) : client.duplicate()
+      duplicate.on('error', ignore)
+      duplicates.push(duplicate)
+      return duplicate
+    },
+    async close() {
+      connecting.stop()
+      health.stop()
+      for (const connection of [...duplicates, client]) {
+        if (!connection.isOpen) continue
+        try {
+          await withDeadline(connection.close(), deadlineMs, missedDeadline)
+        } catch {
+          await connection.destroy()
+        }
+      }
+      logger.info(where, 'Redis connection closed')
+    },
+  }
+}
+
+interface HealthSettings {
+  logger: FastifyBaseLogger
+  /** The connection's purpose and redacted target, on every log line. */
+  where: object
+  deadlineMs: number
+  probeIntervalMs: number
+  missedDeadline: () => RedisUnavailableError
+}
+
+/**
+ * Whether Redis answers: connected, and not set aside. A command that missed its deadline sets
+ * Redis aside (commands then fail at once, rather than each wait out the deadline) until a probe
+ * gets an answer in time. An outage is logged once, its end once.
+ */
+function createHealth(client: RedisCommands<RedisScripts>, { logger, where, deadlineMs, probeIntervalMs, missedDeadline }: HealthSettings) {
   let setAside = false
   let probe: NodeJS.Timeout | undefined
   let outageReported = false
-
-  const missedDeadline = () => new RedisUnavailableError(`Redis did not answer within ${deadlineMs} ms`, { timedOut: true })
-  const isAvailable = () => client.isReady && !setAside
 
   function reportOutage(error: unknown): void {
     if (outageReported) return
@@ -141,104 +214,78 @@ export function createRedisConnection<Scripts extends RedisScripts = NoScripts>(
     outageReported = false
   }
 
-  function setRedisAside(error: RedisUnavailableError): void {
-    reportOutage(error)
-    if (setAside) return
-    setAside = true
-    probe = setInterval(() => {
-      withDeadline(client.ping(), deadlineMs, missedDeadline).then(() => {
-        if (!setAside) return
-        setAside = false
-        clearInterval(probe)
-        reportRecovery()
-      }, ignore)
-    }, probeIntervalMs).unref()
+  return {
+    isAvailable: () => client.isReady && !setAside,
+    isSetAside: () => setAside,
+    reportOutage,
+    reportRecovery,
+    setAside(error: RedisUnavailableError): void {
+      reportOutage(error)
+      if (setAside) return
+      setAside = true
+      probe = setInterval(() => {
+        withDeadline(client.ping(), deadlineMs, missedDeadline).then(() => {
+          if (!setAside) return
+          setAside = false
+          clearInterval(probe)
+          reportRecovery()
+        }, ignore)
+      }, probeIntervalMs).unref()
+    },
+    stop: () => clearInterval(probe),
   }
+}
 
+/**
+ * The connection's epoch (`RedisConnection.epoch`): up by one at every drop, reconnection or move
+ * to another server. The 'error' listener also keeps a socket error from crashing the process.
+ */
+function countEpochs(client: RedisCommands<RedisScripts>, health: ReturnType<typeof createHealth>): { readonly current: number } {
   let epoch = 0
   const moved = () => void epoch++
-  // Without an 'error' listener a socket error would crash the process.
   client.on('error', (error: unknown) => {
     moved()
-    reportOutage(error)
+    health.reportOutage(error)
   })
   client.on('ready', () => {
     moved()
-    if (!setAside) reportRecovery()
+    if (!health.isSetAside()) health.reportRecovery()
   })
   for (const event of ['end', 'reconnecting', 'topology-change']) client.on(event, moved)
-  if (options.up) {
-    new Gauge({ name: options.up.name, help: options.up.help, registers: [options.up.registry], collect() {
-      this.set(isAvailable() ? 1 : 0)
-    } })
+  return {
+    get current() {
+      return epoch
+    },
   }
-  logger.info(where, 'connecting to Redis')
+}
+
+function registerUpGauge(up: NonNullable<RedisConnectionOptions<RedisScripts>['up']>, isAvailable: () => boolean): void {
+  new Gauge({ name: up.name, help: up.help, registers: [up.registry], collect() {
+    this.set(isAvailable() ? 1 : 0)
+  } })
+}
+
+/**
+ * Connects in the background until closed. A client's connect() rejects only when close()
+ * interrupts it: it retries by itself. A Sentinel client's gives up when no sentinel can name a
+ * reachable primary, and must be asked again, or the service would never find its Redis once the
+ * sentinels are back.
+ */
+function keepConnecting(client: RedisCommands<RedisScripts>, throughSentinel: boolean, reportOutage: (error: unknown) => void): { stop(): void } {
   let closing = false
   let reconnect: NodeJS.Timeout | undefined
   function connect(): void {
     client.connect().catch((error: unknown) => {
-      // A client's connect() rejects only when close() interrupts it: it retries by itself. A
-      // Sentinel client's gives up when no sentinel can name a reachable primary, and must be
-      // asked again, or the service would never find its Redis once the sentinels are back.
-      if (closing || !('sentinels' in target)) return
+      if (closing || !throughSentinel) return
       reportOutage(error)
       reconnect = setTimeout(connect, MAX_RECONNECT_DELAY_MS).unref()
     })
   }
   connect()
-
-  async function run<T>(command: string, send: (client: RedisCommands<Scripts>) => Promise<T>): Promise<T> {
-    const started = performance.now()
-    const report = (outcome: CommandOutcome) => onCommand?.(command, outcome, (performance.now() - started) / 1000)
-    if (!isAvailable()) {
-      report('error')
-      throw new RedisUnavailableError('Redis is not available')
-    }
-    try {
-      const value = await withDeadline(send(client), deadlineMs, missedDeadline)
-      report('ok')
-      return value
-    } catch (error) {
-      if (error instanceof RedisUnavailableError) {
-        report('timeout')
-        setRedisAside(error)
-        throw error
-      }
-      report('error')
-      throw new RedisUnavailableError('Redis command failed', { cause: error })
-    }
-  }
-
   return {
-    client,
-    get isAvailable() {
-      return isAvailable()
-    },
-    deadlineMs,
-    get epoch() {
-      return epoch
-    },
-    run,
-    duplicate() {
-      // A subscriber sends no command of its own: the pool's second connection, kept for `use`, would idle.
-      const duplicate: RedisCommands<Scripts> = 'use' in client ? client.duplicate({ masterPoolSize: 1 }) : client.duplicate()
-      duplicate.on('error', ignore)
-      duplicates.push(duplicate)
-      return duplicate
-    },
-    async close() {
+    stop() {
       closing = true
-      clearInterval(probe)
       clearTimeout(reconnect)
-      for (const connection of [...duplicates, client]) {
-        if (!connection.isOpen) continue
-        try {
-          await withDeadline(connection.close(), deadlineMs, missedDeadline)
-        } catch {
-          await connection.destroy()
-        }
-      }
-      logger.info(where, 'Redis connection closed')
     },
   }
 }

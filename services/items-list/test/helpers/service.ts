@@ -167,3 +167,21 @@ export async function untilMigrated(inspector: Inspector, key: string): Promise<
   const migrated = await eventually(async () => (await inspector.type(key)) === 'zset' && (await inspector.exists(`${key}:legacy`)) === 0, 400)
   if (!migrated) throw new Error(`the list at ${key} was never moved into chunks`)
 }
+
+/** Every list route's status (POST, POST with a key, GET, GET a page, DELETE, /ready), and the POST's and /ready's answers. */
+export async function listAnswers(app: FastifyInstance) {
+  const post = await app.inject({ method: 'POST', url: '/items/', payload: { name: 'new' } })
+  const once = await app.inject({ method: 'POST', url: '/items/', payload: { name: 'new' }, headers: { 'idempotency-key': 'k1' } })
+  const list = await app.inject({ method: 'GET', url: '/items/' })
+  const page = await app.inject({ method: 'GET', url: '/items/?limit=1' })
+  const remove = await app.inject({ method: 'DELETE', url: `/items/${nameAt(0)}` })
+  const ready = await app.inject({ method: 'GET', url: '/ready' })
+  return { statuses: [post, once, list, page, remove, ready].map((res) => res.statusCode), post: post.json<{ detail: string }>(), ready: ready.json<{ detail: string }>() }
+}
+
+/** Appends `count` names through the app's store, `name(index)` each, a hundred at a time. */
+export async function appendMany(app: FastifyInstance, count: number, name: (index: number) => string): Promise<void> {
+  for (let first = 0; first < count; first += 100) {
+    await Promise.all(Array.from({ length: Math.min(100, count - first) }, (_, offset) => app.itemStore.append(name(first + offset))))
+  }
+}

@@ -1,44 +1,19 @@
 import t from 'tap'
-import { spawn } from 'node:child_process'
-import { once } from 'node:events'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { fileURLToPath } from 'node:url'
 import { startPrivateRedis } from '@repo/test-support'
-import { buildService, connectInspector, nameAt } from '../helpers/service.ts'
+import { appendMany, buildService, connectInspector, listAnswers, nameAt } from '../helpers/service.ts'
 
 // The list is many keys: an index at ITEMS_KEY, a header, chunks. When the header and the index
 // disagree (the index deleted by hand as the one-list layout was emptied, two lists to move in),
 // whatever the store wrote could land where no read looks: it refuses every append, read and
 // delete (503, a log line, a metric) and /ready says why, until the list is reset.
 
-const SERVICE_ROOT = fileURLToPath(new URL('../..', import.meta.url))
-const { app, inspector, logs, redis, storedItems } = await buildService(t)
-
-/** Every list route's status, and /ready's answer. */
-async function answers() {
-  const post = await app.inject({ method: 'POST', url: '/items/', payload: { name: 'new' } })
-  const once = await app.inject({ method: 'POST', url: '/items/', payload: { name: 'new' }, headers: { 'idempotency-key': 'k1' } })
-  const list = await app.inject({ method: 'GET', url: '/items/' })
-  const page = await app.inject({ method: 'GET', url: '/items/?limit=1' })
-  const remove = await app.inject({ method: 'DELETE', url: `/items/${nameAt(0)}` })
-  const ready = await app.inject({ method: 'GET', url: '/ready' })
-  return { statuses: [post, once, list, page, remove, ready].map((res) => res.statusCode), post: post.json<{ detail: string }>(), ready: ready.json<{ detail: string }>() }
-}
+const { app, inspector, logs, storedItems } = await buildService(t)
 
 /** `items_store_inconsistent_total{command}` from the app's /metrics. */
 async function refusals(command: string): Promise<number> {
   const page = (await app.inject({ method: 'GET', url: '/metrics' })).body
   return Number(new RegExp(`^items_store_inconsistent_total\\{command="${command}"\\} (\\d+)$`, 'm').exec(page)?.[1])
-}
-
-/** Runs the reset as an operator does (docs/list.md, "Emptying the list"): its exit code and output. */
-async function runReset(args: string[], env: Record<string, string> = { REDIS_HOST: '127.0.0.1', REDIS_PORT: String(redis.port) }) {
-  const child = spawn(process.execPath, ['--conditions=@repo/source', 'src/reset.ts', ...args], { cwd: SERVICE_ROOT, env: { PATH: process.env.PATH ?? '', ...env } })
-  let output = ''
-  child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()))
-  child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()))
-  const [code] = (await once(child, 'close')) as [number | null]
-  return { code, output }
 }
 
 t.test('after DEL of the index, appends, reads and deletes answer 503 and store nothing; a log line, a metric and /ready say why', async (t) => {
@@ -48,7 +23,7 @@ t.test('after DEL of the index, appends, reads and deletes answer 503 and store 
   const cursor = (await app.inject({ method: 'GET', url: '/items/?limit=1' })).headers.link!.toString().slice(1, -13)
   await inspector.del('items')
 
-  const { statuses, post, ready } = await answers()
+  const { statuses, post, ready } = await listAnswers(app)
   t.same(statuses, [503, 503, 503, 503, 503, 503], 'POST, POST with a key, GET, GET a page, DELETE, /ready')
   t.same(post, { detail: 'Item store inconsistent: the index at ITEMS_KEY is gone while its header counts 3 names' })
   t.same(ready, post, '/ready gives the reason')
@@ -70,19 +45,19 @@ t.test('an index without its id, or without its header, is refused the same way'
   await app.itemStore.append('kept')
   const [id] = await inspector.zRange('items', 0, 0)
   await inspector.zRem('items', id!)
-  const lostId = await answers()
+  const lostId = await listAnswers(app)
   t.same(lostId.statuses, [503, 503, 503, 503, 503, 503])
   t.match(lostId.ready, { detail: /^Item store inconsistent: the index at ITEMS_KEY has lost its member id:/ })
 
   await inspector.hDel('items:header', 'id')
-  const neitherId = await answers()
+  const neitherId = await listAnswers(app)
   t.same(neitherId.statuses, [503, 503, 503, 503, 503, 503], 'nor an index without its id beside a header without one: never 200 [] over chunks that hold names')
   t.same(neitherId.ready, { detail: 'Item store inconsistent: the index at ITEMS_KEY has no id: member' })
   t.same(await inspector.lRange('items:chunk:1', 0, -1), ['kept'], 'nothing appended')
 
   await inspector.zAdd('items', { score: -Infinity, value: id! })
   await inspector.del('items:header')
-  const noHeader = await answers()
+  const noHeader = await listAnswers(app)
   t.same(noHeader.statuses, [503, 503, 503, 503, 503, 503])
   t.same(noHeader.ready, { detail: 'Item store inconsistent: the index at ITEMS_KEY has no header' })
 })
@@ -91,19 +66,19 @@ t.test('a plain list at the key beside the legacy list (an earlier version appen
   await inspector.rPush('items:legacy', [nameAt(0), nameAt(1)])
   await inspector.hSet('items:header', { count: 2, legacy: 1, id: 'x', tail: 0, fill: 1000 })
   await inspector.rPush('items', 'from an earlier version')
-  const { statuses, ready } = await answers()
+  const { statuses, ready } = await listAnswers(app)
   t.same(statuses, [503, 503, 503, 503, 503, 503])
   t.same(ready, { detail: 'Item store inconsistent: ITEMS_KEY is a plain list and items:legacy exists: two lists to move in, refusing to choose' })
 
   await inspector.del('items:legacy')
-  t.same((await answers()).ready, { detail: 'Item store inconsistent: ITEMS_KEY is a plain list beside the header of a chunked list' }, 'beside the header alone too')
+  t.same((await listAnswers(app)).ready, { detail: 'Item store inconsistent: ITEMS_KEY is a plain list beside the header of a chunked list' }, 'beside the header alone too')
 })
 
 t.test('a plain list at the key beside a whole header (its id, no move under way) is refused by the append too: WRONGTYPE is not a score', async (t) => {
   await app.itemStore.append('kept')
   await inspector.del('items')
   await inspector.rPush('items', 'from an earlier version')
-  const { statuses, post } = await answers()
+  const { statuses, post } = await listAnswers(app)
   t.same(statuses, [503, 503, 503, 503, 503, 503])
   t.same(post, { detail: 'Item store inconsistent: ITEMS_KEY is a plain list beside the header of a chunked list' })
   t.same(await inspector.lRange('items:chunk:1', 0, -1), ['kept'], 'no name appended into a chunk')
@@ -117,7 +92,7 @@ t.test('a plain list at the key beside a whole header (its id, no move under way
 t.test('ensure() refuses a plain list at the key beside a legacy list still to move in: nothing renamed over the names it holds', async (t) => {
   await inspector.rPush('items:legacy', nameAt(0))
   await inspector.rPush('items', nameAt(1))
-  const twoLists = await answers()
+  const twoLists = await listAnswers(app)
   t.same(twoLists.statuses, [503, 503, 503, 503, 503, 503])
   t.same(twoLists.post, { detail: 'Item store inconsistent: ITEMS_KEY is a plain list and items:legacy exists: two lists to move in, refusing to choose' })
   await t.rejects(app.itemStore.migrate(), { name: 'InconsistentListError' }, 'nor the move')
@@ -128,7 +103,7 @@ t.test('ensure() refuses a plain list at the key beside a legacy list still to m
 
 t.test('ensure() refuses a key of another type at ITEMS_KEY, and says so: it is left as it is', async (t) => {
   await inspector.set('items', 'a string')
-  const otherType = await answers()
+  const otherType = await listAnswers(app)
   t.same(otherType.statuses, [503, 503, 503, 503, 503, 503])
   t.same(otherType.post, { detail: 'Item store inconsistent: ITEMS_KEY holds a string, not the list' })
   await t.rejects(app.itemStore.migrate(), { name: 'InconsistentListError', message: 'ITEMS_KEY holds a string, not the list' }, 'nor the move')
@@ -147,106 +122,20 @@ t.test('a header written before it kept the id is given the index’s: the list 
   t.same(await storedItems(), ['before', 'after'])
 })
 
-t.test('the reset (src/reset.ts --yes) empties a list whose index was deleted: it then reads empty, and appends are read', async (t) => {
-  for (let index = 0; index < 2_500; index++) await app.itemStore.append(nameAt(index))
-  await inspector.del('items')
-  t.equal((await app.inject({ method: 'POST', url: '/items/', payload: { name: 'refused' } })).statusCode, 503)
-
-  const refusedWithoutYes = await runReset([])
-  t.equal(refusedWithoutYes.code, 2)
-  t.match(refusedWithoutYes.output, /run it again with --yes/)
-  t.equal(await inspector.exists('items:chunk:1'), 1, 'nothing done without --yes')
-
-  const reset = await runReset(['--yes'])
-  t.equal(reset.code, 0, reset.output)
-  t.match(reset.output, /"chunks":3.*the list is empty/)
-  t.equal((await app.inject({ method: 'GET', url: '/ready' })).statusCode, 200)
-  t.same((await app.inject({ method: 'GET', url: '/items/' })).json(), { items: [] })
-  t.equal((await app.inject({ method: 'POST', url: '/items/', payload: { name: 'after the reset' } })).statusCode, 201)
-  t.same((await app.inject({ method: 'GET', url: '/items/' })).json(), { items: ['after the reset'] })
-  t.same(await inspector.keys('items:chunk:*'), ['items:chunk:4'], 'the old chunks are gone; new ones are numbered after them')
-  t.equal((await app.inject({ method: 'DELETE', url: '/items/after%20the%20reset' })).statusCode, 200)
-})
-
-t.test('chunks left without their index and header (both deleted by hand) are refused, not written into by a new list, and the reset clears them', async (t) => {
-  for (let index = 0; index < 2_500; index++) await app.itemStore.append(nameAt(index))
-  await inspector.del(['items', 'items:header'])
-  const { statuses, post } = await answers()
-  t.same(statuses, [503, 503, 503, 503, 503, 503])
-  t.match(post, { detail: /^Item store inconsistent: the index and the header are gone, and items:chunk:[123] is still there$/ })
-  t.equal(await inspector.lLen('items:chunk:1'), 1_000, 'no name added to an old chunk')
-  t.equal(await inspector.exists(['items', 'items:header']), 0, 'no layout made over them')
-
-  t.equal((await runReset(['--yes'])).code, 0)
-  t.equal((await app.inject({ method: 'POST', url: '/items/', payload: { name: 'after the reset' } })).statusCode, 201)
-  t.same((await app.inject({ method: 'GET', url: '/items/' })).json(), { items: ['after the reset'] })
-  t.same(await inspector.keys('items:chunk:*'), ['items:chunk:4'])
-})
-
-/** Appends `count` names through the store, `name(index)` each, a hundred at a time. */
-async function appendMany(count: number, name: (index: number) => string) {
-  for (let first = 0; first < count; first += 100) {
-    await Promise.all(Array.from({ length: Math.min(100, count - first) }, (_, offset) => app.itemStore.append(name(first + offset))))
-  }
-}
-
-t.test('chunks after a gap (a chunk emptied by deletes) without their index and header: refused, and the reset deletes every one, numbering new chunks after them', async (t) => {
-  // Chunk 2 holds nothing but `middle`: deleting it deletes the chunk, a gap in the numbers.
-  await appendMany(3_001, (index) => (index >= 1_000 && index < 2_000 ? 'middle' : nameAt(index)))
-  t.equal((await app.inject({ method: 'DELETE', url: '/items/middle' })).statusCode, 200)
-  t.same((await inspector.keys('items:chunk:*')).sort(), ['items:chunk:1', 'items:chunk:3', 'items:chunk:4'])
-  await inspector.del(['items', 'items:header'])
-  t.same((await answers()).statuses, [503, 503, 503, 503, 503, 503])
-
-  const reset = await runReset(['--yes'])
-  t.equal(reset.code, 0, reset.output)
-  t.match(reset.output, /"chunks":3.*the list is empty/, 'the three old chunks deleted')
-  t.same(await inspector.keys('items:chunk:*'), [], 'none left, after the gap either')
-  await appendMany(2_001, (index) => `new ${index}`)
-  const listed = (await app.inject({ method: 'GET', url: '/items/' })).json<{ items: string[] }>().items
-  t.equal(listed.length, 2_001)
-  t.same(listed.filter((name) => !name.startsWith('new ')), [], 'no old name comes back')
-  t.ok((await inspector.keys('items:chunk:*')).every((key) => Number(key.split(':').at(-1)) > 4), 'new chunks numbered past every old one')
-})
-
 t.test('with chunk 1 itself emptied before the index and header went, the chunks left are still found and refused', async (t) => {
-  await appendMany(2_000, (index) => (index < 1_000 ? 'first' : nameAt(index)))
+  await appendMany(app, 2_000, (index) => (index < 1_000 ? 'first' : nameAt(index)))
   t.equal((await app.inject({ method: 'DELETE', url: '/items/first' })).statusCode, 200)
   await inspector.del(['items', 'items:header'])
-  const { statuses, post, ready } = await answers()
+  const { statuses, post, ready } = await listAnswers(app)
   t.same(statuses, [503, 503, 503, 503, 503, 503], 'appends, reads, deletes and /ready')
   t.same(post, { detail: 'Item store inconsistent: the index and the header are gone, and items:chunk:2 is still there' })
   t.same(ready, post)
   t.equal(await inspector.lLen('items:chunk:2'), 1_000, 'nothing appended into it')
   t.equal(await inspector.exists(['items', 'items:header']), 0, 'no layout made over it')
 
-  t.equal((await runReset(['--yes'])).code, 0)
-  t.same(await inspector.keys('items:chunk:*'), [])
+  await app.itemStore.reset()
+  t.same(await inspector.keys('items:chunk:*'), [], 'the reset deletes it')
   t.equal((await app.inject({ method: 'GET', url: '/ready' })).statusCode, 200)
-})
-
-t.test('the reset of a one-chunk list leaves no chunk behind', async (t) => {
-  await appendMany(10, nameAt)
-  const reset = await runReset(['--yes'])
-  t.equal(reset.code, 0, reset.output)
-  t.match(reset.output, /"chunks":1.*the list is empty/)
-  t.same(await inspector.keys('items:chunk:*'), [])
-})
-
-t.test('the reset empties a list mid-move, and a Redis without a list; it exits 1 when Redis cannot be reached', async (t) => {
-  await inspector.rPush('items', [nameAt(0), nameAt(1)])
-  t.equal((await app.inject({ method: 'GET', url: '/items/?limit=1' })).statusCode, 200, 'moved aside by the read')
-  t.equal((await runReset(['--yes'])).code, 0)
-  t.same((await app.inject({ method: 'GET', url: '/items/' })).json(), { items: [] })
-  t.equal(await inspector.exists('items:legacy'), 0)
-
-  await inspector.del(['items', 'items:header'])
-  t.equal((await runReset(['--yes'])).code, 0)
-  t.same((await app.inject({ method: 'GET', url: '/items/' })).json(), { items: [] })
-
-  const unreachable = await runReset(['--yes'], { REDIS_HOST: '127.0.0.1', REDIS_PORT: '1' })
-  t.equal(unreachable.code, 1)
-  t.match(unreachable.output, /the list was not reset/)
 })
 
 t.test('the background move logs its failing step once, not at every try, and once more when it goes on', async (t) => {
