@@ -1,3 +1,5 @@
+// Appends acknowledged by replicas (ITEMS_MIN_REPLICAS_ACK): each append's script, then one WAIT
+// for every append sent while the last WAIT was out, on a connection of their own.
 import type { RedisClient, RedisCommands, RedisConnection, RedisSentinelClient } from '@repo/service-kit'
 import type { ItemStoreScripts } from './scripts.ts'
 import type { StoreCommand } from './metrics.ts'

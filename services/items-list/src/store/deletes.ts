@@ -1,3 +1,5 @@
+// The delete of every occurrence of a name: one bounded script step after another under the
+// name's lock, waiting (then giving up) while another delete of the name holds it.
 import { randomUUID } from 'node:crypto'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { RedisUnavailableError } from '@repo/service-kit'

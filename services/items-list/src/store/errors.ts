@@ -1,3 +1,4 @@
+// The store's refusals that are not Redis's failures: each one a route answers with its own status.
 /** A read position that belongs to another list than this one (a cursor from elsewhere). */
 export class ForeignPositionError extends Error {
   override readonly name = 'ForeignPositionError'

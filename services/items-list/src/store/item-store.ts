@@ -1,3 +1,5 @@
+// `ItemStore`, what the routes call: the list's appends, reads, deletes, counts, move and reset,
+// assembled from the store's parts over one Redis connection.
 import type { RedisConnection } from '@repo/service-kit'
 import { removeAll } from './deletes.ts'
 import { HEADER_COUNT, nameFingerprint, type Page, type ReadPosition } from './layout.ts'

@@ -7,7 +7,7 @@ import { createHash } from 'node:crypto'
  * - `<key>`, the index: a sorted set of the chunks' numbers (score = number), in list order; also
  *   `id:<list id>` at -inf (so that a cursor can name its list, and the set is never empty) and,
  *   while an earlier version's list is being moved in, `legacy` at +inf.
- * - `<key>:chunk:<n>`: a Redis list of up to CHUNK_NAMES names. A deleted name becomes a tombstone
+ * - the chunks, each a Redis list of up to CHUNK_NAMES names at `<key>`, CHUNK_INFIX and its number. A deleted name becomes a tombstone
  *   (the empty string, never a name) and the names after it keep their positions, so a reader
  *   holding (chunk, offset) never skips nor repeats one; a chunk with nothing but tombstones goes.
  * - `<key>:header`: a hash of `count` (names in the list), `tail` (the last chunk's number),

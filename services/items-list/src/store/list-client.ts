@@ -1,3 +1,5 @@
+// One list's keys and how the store's parts send commands about it: metrics names, refusals made
+// errors, the layout made only after a look for chunks no index numbers, the chunk keys scanned.
 import { randomBytes } from 'node:crypto'
 import { RedisUnavailableError, type RedisCommands, type RedisConnection } from '@repo/service-kit'
 import { createAcknowledgedAppends, type OneConnection } from './acknowledged-appends.ts'

@@ -1,3 +1,5 @@
+// The store's Prometheus metrics: its commands by outcome and duration, its refusals, the list's
+// size, and whether Redis answers.
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client'
 import type { CommandOutcome } from '@repo/service-kit'
 

@@ -1,3 +1,5 @@
+// The background move of an earlier version's list into chunks, from a replica's start until
+// none is left, retried while Redis refuses, each failure logged once.
 import type { FastifyBaseLogger } from 'fastify'
 import type { ItemStore } from './item-store.ts'
 

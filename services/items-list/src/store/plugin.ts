@@ -1,3 +1,5 @@
+// The item store as a Fastify plugin: its Redis connection opened from the configuration (host or
+// URL, TLS, ACL user, Sentinel), its metrics, the background move of an earlier list, all closed with the app.
 import fp from 'fastify-plugin'
 import { redisSentinels } from '@repo/config'
 import { createRedisConnection, type RateLimitRedis, type RedisTarget } from '@repo/service-kit'

@@ -203,10 +203,7 @@ type Script<Args extends unknown[], Reply> = RedisScripts[string] & {
   transformReply(this: void, reply: unknown): Reply
 }
 
-/**
- * What every append of one list sends alike, built once (`appendArguments`): its keys and
- * ITEMS_MAX_COUNT as text.
- */
+/** What every append of one list sends alike, built once: its keys and ITEMS_MAX_COUNT as text. */
 export interface AppendArguments {
   keys: LayoutKeys
   maxCount: string
