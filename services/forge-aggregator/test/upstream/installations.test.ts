@@ -1,11 +1,13 @@
 import { generateKeyPairSync } from 'node:crypto'
 import t from 'tap'
 import pino from 'pino'
-import { createAccountInstallations, NOT_INSTALLED_FOR_MS, type LookupOutcome } from '../../src/upstream/installations.ts'
+import { createAccountInstallations, createInstallationPool, type LookupOutcome } from '../../src/upstream/installations.ts'
 import type { AppRequest } from '../../src/upstream/installation-token.ts'
 
 const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 })
 const log = pino({ level: 'silent' })
+/** The rule's hour, written out: a test reading the constant would follow it wherever it went. */
+const HOUR_MS = 60 * 60 * 1000
 
 /** An account directory whose lookups `answer` answers, on a clock the test moves. */
 function directory(answer: (login: string) => { statusCode: number; text: string } | Error) {
@@ -32,9 +34,12 @@ t.test('a suspended installation counts as none; not installed is remembered an 
   t.equal(await installations.of('Octo', log), undefined, 'logins are case-insensitive')
   t.same(asked, ['mona', 'octo'])
   t.same(outcomes, ['not_installed', 'not_installed'])
-  advance(NOT_INSTALLED_FOR_MS)
+  advance(HOUR_MS - 1)
   t.equal(await installations.of('octo', log), undefined)
-  t.same(asked, ['mona', 'octo', 'octo'])
+  t.same(asked, ['mona', 'octo'], 'within the hour: remembered')
+  advance(1)
+  t.equal(await installations.of('octo', log), undefined)
+  t.same(asked, ['mona', 'octo', 'octo'], 'an hour on: asked again')
 })
 
 t.test('concurrent lookups of one account share one call; a lookup that cannot be sent is not remembered', async (t) => {
@@ -55,4 +60,28 @@ t.test('what a webhook says is what the next request uses, without a lookup', as
   installations.changed([{ login: 'mona', installation: null }])
   t.equal(await installations.of('mona', log), undefined)
   t.same(asked, [])
+})
+
+t.test("a forgotten installation's token stays among the secrets to redact, forgotten by a webhook or after a refused mint", async (t) => {
+  let time = 1_800_000_000_000
+  let refuse = false
+  const minted: string[] = []
+  const send: AppRequest = async ({ path }) => {
+    if (refuse) return { statusCode: 404, text: '{"message":"Not Found"}' }
+    const token = `ghs_${path.split('/')[3]}_${minted.length}`
+    minted.push(token)
+    return { statusCode: 201, text: JSON.stringify({ token, expires_at: new Date(time + HOUR_MS).toISOString() }) }
+  }
+  const pool = createInstallationPool({ appId: '1', privateKey, send, now: () => time, logger: log, reserve: 0 })
+  const uninstalled = await pool.tokensOf('7').current()
+  pool.forget('7')
+  t.ok(pool.secrets().includes(uninstalled), 'an uninstall webhook')
+
+  const suspended = await pool.tokensOf('8').current()
+  time += HOUR_MS
+  refuse = true
+  await t.rejects(pool.tokensOf('8').current())
+  pool.forget('8')
+  t.ok(pool.secrets().includes(suspended), 'a refused mint')
+  t.equal(pool.held(), 0)
 })
