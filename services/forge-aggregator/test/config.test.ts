@@ -5,7 +5,7 @@ import { createLogger } from '@repo/service-kit'
 import { rootStartEnv } from '@repo/test-support'
 import { buildApp } from '../src/app.ts'
 import { ForgeAggregatorConfig } from '../src/config.ts'
-import { credentialsFrom } from '../src/upstream/credentials.ts'
+import { credentialsFrom } from '../src/credentials/settings.ts'
 
 t.test('defaults: port 3000, api.github.com, octocat, no token, 10 s, 60 s, 30 followers, 10 pages, a day stale, 10% reserve, no Redis', async (t) => {
   t.same(loadConfig(ForgeAggregatorConfig, {}), {

@@ -47,8 +47,7 @@ export const webhookRoutes: FastifyPluginAsync<WebhookPluginOptions> = async (ap
   const metrics = createWebhookMetrics(app.metrics)
   const deliveries = createDeliveries({
     cache: app.answerCache,
-    forgetInstallationToken: () => app.forge.client.forgetInstallationToken(),
-    installations: { changed: (changes) => app.forge.client.installationsChanged(changes), record: (accounts) => app.forge.client.recordInstallations(accounts) },
+    credentials: app.forge.credentials,
     shared: app.sharedCache,
     logger: app.log,
   })

@@ -1,9 +1,12 @@
 import type { IncomingHttpHeaders } from 'node:http'
-import type { Dispatcher } from 'undici'
 import { storedEntries, type BudgetState } from '../shared-cache/stored.ts'
 import type { SharedStore } from '../shared-cache/store.ts'
-import { BudgetSpent, retryAfterSeconds } from './errors.ts'
 import type { RequestContext } from './request-context.ts'
+
+/**
+ * The upstream's rate limits as this service keeps count of them (docs/design.md, "Rate-limit
+ * budget"): one budget per credential, fed by every answer, shared by the replicas through Redis.
+ */
 
 export type { BudgetState } from '../shared-cache/stored.ts'
 
@@ -28,28 +31,14 @@ export interface RateLimitBudgetOptions {
   keyPrefix?: string
 }
 
-declare module 'undici' {
-  // eslint-disable-next-line @typescript-eslint/no-namespace -- undici declares its dispatch options in this namespace: merging is how an interceptor adds one
-  namespace Dispatcher {
-    /** What `ForgeClient.get` tells the budget interceptor with every call. */
-    interface DispatchOptions {
-      /** The resource the call spends (`resourceOfPath`). */
-      rateLimitResource?: RateLimitResource
-      /** The request the call is made for: one that revalidates may be refused below the reserve. */
-      requestContext?: RequestContext
-      /** The budget of the credential the call goes with, when it is not the interceptor's own (a public App's installation). */
-      rateLimitBudget?: RateLimitBudget
-    }
-  }
-}
-
 /**
  * The upstream's rate-limit budget, from the `X-RateLimit-*` headers of every answer
  * (docs/design.md, "Rate-limit budget").
  * GitHub asks integrations to stop calling a spent resource until it resets ("continuing may
  * result in the banning of your integration"), so a spent resource is not called at all.
  * With a shared store, every replica's answers feed one budget: a limit one replica hit is
- * respected by all. It is applied in one place, `budgetInterceptor`, below.
+ * respected by all. It is applied in one place, the client's `send`: before each call, and with
+ * each answer.
  */
 export class RateLimitBudget {
   readonly #options: RateLimitBudgetOptions
@@ -143,45 +132,6 @@ export class RateLimitBudget {
   #set(resource: RateLimitResource, state: BudgetState): void {
     this.#states.set(resource, state)
     this.#options.onChange?.(resource, state)
-  }
-}
-
-/**
- * The one place the budget is applied, as the outermost interceptor of the client's dispatcher: a
- * call the budget forbids fails with `BudgetSpent` before anything is sent, and every answer that
- * comes back, a 304 included, is recorded (with its wait when it is a rate limit). A call that does
- * not say what it spends is taken for a core call that revalidates nothing; one that does not say
- * whose budget it spends spends `budget`.
- */
-export function budgetInterceptor(budget: RateLimitBudget, now: () => number): Dispatcher.DispatcherComposeInterceptor {
-  return (dispatch) => (opts, handler) => {
-    const resource = opts.rateLimitResource ?? 'core'
-    const spending = opts.rateLimitBudget ?? budget
-    const resumesAt = spending.resumesAt(resource, opts.requestContext)
-    if (resumesAt !== undefined) throw BudgetSpent.until(resumesAt, now())
-
-    let statusCode = 0
-    let headers: IncomingHttpHeaders = {}
-    let text = ''
-    const isRateLimit = () => statusCode === 403 || statusCode === 429
-    return dispatch(opts, {
-      onRequestStart: (controller, context) => handler.onRequestStart?.(controller, context),
-      onResponseError: (controller, error) => handler.onResponseError?.(controller, error),
-      onResponseStart(controller, status, responseHeaders, statusMessage) {
-        statusCode = status
-        headers = responseHeaders
-        if (!isRateLimit()) spending.record(resource, headers)
-        return handler.onResponseStart?.(controller, status, responseHeaders, statusMessage)
-      },
-      onResponseData(controller, chunk) {
-        if (isRateLimit() && text.length < 4096) text += chunk.toString()
-        return handler.onResponseData?.(controller, chunk)
-      },
-      onResponseEnd(controller, trailers) {
-        if (isRateLimit()) spending.record(resource, headers, retryAfterSeconds(statusCode, headers, text, now()))
-        return handler.onResponseEnd?.(controller, trailers)
-      },
-    })
   }
 }
 

@@ -4,7 +4,6 @@ import { eventually } from '@repo/test-support'
 import { pino } from 'pino'
 import { Type } from '@sinclair/typebox'
 import { TypeCompiler } from '@sinclair/typebox/compiler'
-import { upstreamPath } from '../../src/upstream/client.ts'
 import { UpstreamFailure, UpstreamNotFound, UpstreamRateLimited } from '../../src/upstream/errors.ts'
 import { buildAggregator, testClock, type TestClock, type TestEnv } from '../helpers/build.ts'
 import { startLocalUpstream } from '../helpers/local-upstream.ts'
@@ -31,17 +30,6 @@ async function openClient(t: Test, env: TestEnv = {}, clock: TestClock = testClo
   const { app } = await buildAggregator(t, { env: { FORGE_BUDGET_RESERVE: 0, FORGE_TIMEOUT_MS: 2_000, ...env }, clock })
   return app.forge.client
 }
-
-t.test('upstreamPath percent-encodes every interpolated value as one segment', async (t) => {
-  t.equal(upstreamPath`/repos/${'a b'}/${'c/d?e#f'}`, '/repos/a%20b/c%2Fd%3Fe%23f')
-  t.equal(upstreamPath`/users/${'mona'}/repos`, '/users/mona/repos')
-})
-
-t.test('upstreamPath refuses segments that would change the path: empty, . and ..', async (t) => {
-  for (const segment of ['', '.', '..']) {
-    t.throws(() => upstreamPath`/repos/octocat/${segment}`, TypeError, JSON.stringify(segment))
-  }
-})
 
 t.test('every request carries the pinned version, the vnd.github Accept and a User-Agent, and no Authorization without a token', async (t) => {
   const client = await openClient(t)
