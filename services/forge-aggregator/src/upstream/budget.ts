@@ -56,17 +56,8 @@ export class RateLimitBudget {
     const resource = resourceOf(called, headers)
     if (!resource) return
     const now = this.#options.now()
-    const before = this.#states.get(resource)
-    const limit = integerHeader(headers['x-ratelimit-limit'])
-    const remaining = integerHeader(headers['x-ratelimit-remaining'])
-    const reset = integerHeader(headers['x-ratelimit-reset'])
-    if (limit === undefined && remaining === undefined && retryAfterSeconds === undefined) return
-    const state: BudgetState = {
-      limit: limit ?? before?.limit ?? 0,
-      remaining: remaining ?? before?.remaining ?? Number.MAX_SAFE_INTEGER,
-      resetAt: reset === undefined ? (before?.resetAt ?? 0) : reset * 1000,
-      blockedUntil: Math.max(before?.blockedUntil ?? 0, retryAfterSeconds === undefined ? 0 : now + retryAfterSeconds * 1000),
-    }
+    const state = stateAfter(this.#states.get(resource), headers, now, retryAfterSeconds)
+    if (!state) return
     this.#set(resource, state)
     const expiresAt = Math.max(state.resetAt, state.blockedUntil)
     if (expiresAt > now) void this.#options.store?.set(`${this.#prefix}${resource}`, JSON.stringify(state), expiresAt - now)
@@ -113,25 +104,40 @@ export class RateLimitBudget {
     return state.remaining < state.limit * this.#options.reserve
   }
 
-  /** Keeps the later window, and within one window the lower remaining and the later block. */
   #merge(resource: RateLimitResource, theirs: BudgetState): void {
-    const ours = this.#states.get(resource)
-    if (ours && ours.resetAt > theirs.resetAt) return
-    if (!ours || theirs.resetAt > ours.resetAt) {
-      this.#set(resource, theirs)
-      return
-    }
-    this.#set(resource, {
-      limit: Math.max(ours.limit, theirs.limit),
-      remaining: Math.min(ours.remaining, theirs.remaining),
-      resetAt: ours.resetAt,
-      blockedUntil: Math.max(ours.blockedUntil, theirs.blockedUntil),
-    })
+    const merged = mergedState(this.#states.get(resource), theirs)
+    if (merged) this.#set(resource, merged)
   }
 
   #set(resource: RateLimitResource, state: BudgetState): void {
     this.#states.set(resource, state)
     this.#options.onChange?.(resource, state)
+  }
+}
+
+/** What one answer's rate-limit headers (and its wait, when it was a rate limit) make of `before`; undefined when they say nothing. */
+function stateAfter(before: BudgetState | undefined, headers: IncomingHttpHeaders, now: number, retryAfterSeconds: number | undefined): BudgetState | undefined {
+  const limit = integerHeader(headers['x-ratelimit-limit'])
+  const remaining = integerHeader(headers['x-ratelimit-remaining'])
+  const reset = integerHeader(headers['x-ratelimit-reset'])
+  if (limit === undefined && remaining === undefined && retryAfterSeconds === undefined) return undefined
+  return {
+    limit: limit ?? before?.limit ?? 0,
+    remaining: remaining ?? before?.remaining ?? Number.MAX_SAFE_INTEGER,
+    resetAt: reset === undefined ? (before?.resetAt ?? 0) : reset * 1000,
+    blockedUntil: Math.max(before?.blockedUntil ?? 0, retryAfterSeconds === undefined ? 0 : now + retryAfterSeconds * 1000),
+  }
+}
+
+/** Another replica's state beside ours: the later window, and within one window the lower remaining and the later block; undefined when ours stands. */
+function mergedState(ours: BudgetState | undefined, theirs: BudgetState): BudgetState | undefined {
+  if (ours && ours.resetAt > theirs.resetAt) return undefined
+  if (!ours || theirs.resetAt > ours.resetAt) return theirs
+  return {
+    limit: Math.max(ours.limit, theirs.limit),
+    remaining: Math.min(ours.remaining, theirs.remaining),
+    resetAt: ours.resetAt,
+    blockedUntil: Math.max(ours.blockedUntil, theirs.blockedUntil),
   }
 }
 
