@@ -3,6 +3,11 @@ import type { BudgetState, RateLimitResource } from './budget.ts'
 import type { LookupOutcome } from '../credentials/installation-lookup.ts'
 
 /**
+ * The upstream client's metrics (docs/monitoring.md, "Metrics"): its calls, their credentials, the
+ * budget they leave, a public App's lookups and tokens.
+ */
+
+/**
  * Whose credential a call goes with: none, a personal token, the App's default installation (the
  * only one without `FORGE_APP_PUBLIC`), or the installation of the account the call is about.
  * Never an installation's id: a public App may have any number.

@@ -10,6 +10,11 @@ import { parseJson } from '../parse-json.ts'
 import type { Credentials } from '../credentials/credentials.ts'
 import type { Drops } from './events.ts'
 
+/**
+ * How a verified delivery is applied once (docs/webhooks.md, "Repeats"): remembered, its drops
+ * done here and, with a shared Redis, announced to every replica.
+ */
+
 /** GitHub lets a delivery be redelivered for 3 days: a repeat is recognised that long. */
 export const DELIVERY_MEMORY_SECONDS = 3 * 24 * 60 * 60
 /** Without a shared Redis: at most this many deliveries remembered (about 100 bytes each). */

@@ -3,6 +3,11 @@ import { TypeCompiler } from '@sinclair/typebox/compiler'
 import type { InstallationChanges } from '../credentials/credentials.ts'
 
 /**
+ * What each webhook event changes (docs/webhooks.md, "What a delivery drops"): the answers it
+ * drops, and the credentials it changes.
+ */
+
+/**
  * What one delivery drops (docs/webhooks.md, "What a delivery drops"): the cache keys of the
  * answers it changes (as the routes name them: `users/<login>`, `repos/<owner>`,
  * `repo/<owner>/<name>`, lower case), and whether the installation token goes too.
@@ -47,7 +52,7 @@ const ForkPayload = compile(Type.Object({ repository: Repository, forkee: Reposi
 const IssuePayload = compile(Type.Object({ action: Type.String(), issue: Type.Object({ user: Account }) }))
 const PullRequestPayload = compile(Type.Object({ action: Type.String(), pull_request: Type.Object({ user: Account }) }))
 const InstallationPayload = compile(Type.Object({ action: Type.String(), installation: Type.Object({ id: Type.Integer() }) }))
-const AccountInstallationPayload = compile(Type.Object({ action: Type.String(), installation: Type.Object({ id: Type.Integer(), account: Account }) }))
+const InstallationOnAccountPayload = compile(Type.Object({ action: Type.String(), installation: Type.Object({ id: Type.Integer(), account: Account }) }))
 /** An account that installed the App renamed: its installation, its new login and its old one. */
 const RenamedPayload = compile(
   Type.Object({
@@ -138,7 +143,7 @@ function installationDrops(event: string, payload: unknown, installationId: stri
       },
     }
   }
-  if (!AccountInstallationPayload.Check(payload)) return undefined
+  if (!InstallationOnAccountPayload.Check(payload)) return undefined
   const { action } = payload
   const installation = String(payload.installation.id)
   const login = payload.installation.account.login
