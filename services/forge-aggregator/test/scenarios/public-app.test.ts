@@ -1,9 +1,9 @@
 import t, { type Test } from 'tap'
 import { eventually } from '@repo/test-support'
-import { buildAggregator, testClock, type TestAggregator, type TestClock, type TestEnv } from './helpers/build.ts'
-import { startPublicAppUpstream, type PublicAppUpstream } from './helpers/public-app-upstream.ts'
-import { sharedRedis } from './helpers/shared-redis.ts'
-import { githubDeliveries, WEBHOOK_SECRET } from './helpers/webhook-deliveries.ts'
+import { buildAggregator, testClock, type TestAggregator, type TestClock, type TestEnv } from '../helpers/build.ts'
+import { startPublicAppUpstream, type PublicAppUpstream } from '../helpers/public-app-upstream.ts'
+import { sharedRedis } from '../helpers/shared-redis.ts'
+import { githubDeliveries, WEBHOOK_SECRET } from '../helpers/webhook-deliveries.ts'
 
 // A public GitHub App (FORGE_APP_PUBLIC=true, docs/github-app.md, "A public App"): three accounts
 // installed it, one did not; the default installation serves that one and `repos`.
