@@ -1,6 +1,11 @@
 import { Type, type Static } from '@sinclair/typebox'
 import { redisAuthSettings, sentinelSettings, serverSettings, tracingSettings } from '@repo/config'
 
+/**
+ * forge-aggregator's configuration: every environment variable it reads, with its default and
+ * description (docs/configuration.md).
+ */
+
 /** A GitHub login: 1–39 letters, digits and hyphens. */
 export const LOGIN_PATTERN = '^[A-Za-z0-9-]{1,39}$'
 

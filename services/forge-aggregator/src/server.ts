@@ -1,6 +1,11 @@
 import { runService } from '@repo/service-kit/run-service'
 import { ForgeAggregatorConfig } from './config.ts'
 
+/**
+ * The process entry point: runs the service from the environment (the only place it is read), and
+ * nothing else.
+ */
+
 await runService({
   name: 'forge-aggregator',
   config: ForgeAggregatorConfig,

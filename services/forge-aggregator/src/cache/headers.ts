@@ -1,5 +1,10 @@
 import type { ServedAnswer } from './response-cache.ts'
 
+/**
+ * The HTTP headers of a cached answer: its `Cache-Status` (RFC 9211) and whether a request's `If-
+ * None-Match` matches it.
+ */
+
 /** RFC 9211: the name this cache signs its `Cache-Status` entries with. */
 export const CACHE_NAME = 'forge-aggregator'
 

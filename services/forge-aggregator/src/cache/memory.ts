@@ -1,5 +1,10 @@
 import type { ForgeAggregatorConfig } from '../config.ts'
 
+/**
+ * How `FORGE_CACHE_MAX_MB` is shared between the caches of one process (docs/design.md,
+ * "Caching").
+ */
+
 /** Bytes each in-process cache may hold, out of `FORGE_CACHE_MAX_MB`, and how long held projections live. */
 export interface CacheMemory {
   /** The assembled answers (`ResponseCache`). */

@@ -1,6 +1,10 @@
 import { Counter, type Registry } from 'prom-client'
 import type { CacheResult, Endpoint } from './response-cache.ts'
 
+/**
+ * The response cache's metric: how each answer was obtained (docs/monitoring.md, "Metrics").
+ */
+
 const ENDPOINTS: readonly Endpoint[] = ['users', 'repos']
 const RESULTS: readonly CacheResult[] = ['hit', 'miss', 'collapsed', 'revalidated', 'stale']
 

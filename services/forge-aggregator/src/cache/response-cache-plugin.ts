@@ -7,6 +7,11 @@ import { cacheStatus, matchesEtag } from './headers.ts'
 import { createCacheResultCounter } from './metrics.ts'
 import { ResponseCache, type Endpoint, type ServedAnswer } from './response-cache.ts'
 
+/**
+ * The response cache as the routes use it: `reply.sendAnswer`, one answer path from a route's key
+ * and production to the reply with its cache headers.
+ */
+
 /** What a route asks of `reply.sendAnswer`. */
 export interface SendAnswerOptions {
   endpoint: Endpoint

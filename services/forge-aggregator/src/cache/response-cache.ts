@@ -10,6 +10,11 @@ import type { RequestContext } from '../upstream/request-context.ts'
 
 export type { CachedAnswer } from '../shared-cache/stored.ts'
 
+/**
+ * The response cache: the answers of the endpoints, kept in memory and shared by the replicas,
+ * produced once for every concurrent request, and sent stale when producing fails.
+ */
+
 /** How an answer was obtained, as `forge_cache_results_total` counts it. */
 export type CacheResult = 'hit' | 'miss' | 'collapsed' | 'revalidated' | 'stale'
 
@@ -63,20 +68,17 @@ export interface CacheRequest {
  * budget's refusal included), the last answer is sent stale for up to `staleSeconds` more.
  */
 export class ResponseCache {
-  readonly #options: ResponseCacheOptions
-  readonly #ttlMs: number
-  readonly #staleMs: number
-  readonly #local: LRUCache<string, CachedAnswer>
+  readonly #cache: CacheState
   readonly #inFlight = new Map<string, Promise<ServedAnswer>>()
-  /** Keys dropped while their production was under way: what it read may predate the change. */
-  readonly #droppedInFlight = new Set<string>()
 
   constructor(options: ResponseCacheOptions) {
-    this.#options = options
-    this.#ttlMs = options.ttlSeconds * 1000
-    this.#staleMs = options.staleSeconds * 1000
-    // Entries carry their own expiry on our clock (`#held`): the LRU only bounds their bytes.
-    this.#local = new LRUCache({ maxSize: options.maxBytes, sizeCalculation: (answer) => answer.body.length })
+    this.#cache = {
+      options,
+      ttlMs: options.ttlSeconds * 1000,
+      staleMs: options.staleSeconds * 1000,
+      kept: new KeptAnswers(options.maxBytes, options.store, options.now),
+      droppedInFlight: new Set(),
+    }
   }
 
   /**
@@ -85,15 +87,15 @@ export class ResponseCache {
    * producing fails. Rejects with what `produce` rejected with when there is nothing to fall back on.
    */
   get(key: string, produce: Produce, request: CacheRequest): ServedAnswer | Promise<ServedAnswer> {
-    const kept = this.#local.get(key)
-    if (kept && this.#isFresh(kept)) return this.#counted(request, { answer: kept, result: 'hit', stored: false })
+    const kept = this.#cache.kept.here(key)
+    if (kept && isFresh(this.#cache, kept)) return this.#counted(request, { answer: kept, result: 'hit', stored: false })
 
     const pending = this.#inFlight.get(key)
     if (pending) return pending.then((served) => this.#counted(request, asCollapsed(served)))
 
-    const production = this.#resolve(key, this.#held(key, kept), produce, request).finally(() => {
+    const production = resolveAnswer(this.#cache, key, this.#cache.kept.unexpired(key, kept), produce, request).finally(() => {
       this.#inFlight.delete(key)
-      this.#droppedInFlight.delete(key)
+      this.#cache.droppedInFlight.delete(key)
     })
     this.#inFlight.set(key, production)
     return production.then((served) => this.#counted(request, served))
@@ -101,27 +103,24 @@ export class ResponseCache {
 
   /** Seconds `answer` stays fresh from now (what `Cache-Control: max-age` may promise). */
   secondsLeft(answer: CachedAnswer): number {
-    return Math.max(0, Math.floor((answer.freshUntil - this.#options.now()) / 1000))
+    return Math.max(0, Math.floor((answer.freshUntil - this.#cache.options.now()) / 1000))
   }
 
   /** Seconds since `answer` was produced (its `Age`). */
   ageOf(answer: CachedAnswer): number {
-    return Math.max(0, Math.floor((this.#options.now() - answer.producedAt) / 1000))
+    return ageSeconds(answer, this.#cache.options.now())
   }
 
   /**
    * Makes this process's answer for `key` stale (docs/webhooks.md, "What a delivery drops"): kept,
-   * so the next request revalidates it with its held ETags and it can still be sent stale, but
-   * never again a hit. A production under way is stored stale too. Returns the age (ms) of the
+   * so the next request revalidates it with its held projections and it can still be sent stale,
+   * but never again a hit. A production under way is stored stale too. Returns the age (ms) of the
    * fresh answer it replaced, or undefined when there was none.
    */
   drop(key: string): number | undefined {
-    if (this.#inFlight.has(key)) this.#droppedInFlight.add(key)
-    const kept = this.#local.peek(key)
-    if (!kept || !this.#isFresh(kept)) return undefined
-    const now = this.#options.now()
-    this.#local.set(key, { ...kept, freshUntil: now - 1 })
-    return now - kept.producedAt
+    if (this.#inFlight.has(key)) this.#cache.droppedInFlight.add(key)
+    const kept = this.#cache.kept.peek(key)
+    return kept && isFresh(this.#cache, kept) ? this.#cache.kept.makeStale(key, kept) : undefined
   }
 
   /**
@@ -131,117 +130,179 @@ export class ResponseCache {
    */
   async dropEverywhere(key: string): Promise<number | undefined> {
     const here = this.drop(key)
-    const { store, now } = this.#options
-    if (!store) return here
-    const answer = await store.read(storedEntries.answer, `answer:${key}`)
-    const time = now()
-    if (!answer || time > answer.freshUntil) return here
-    await store.write(`answer:${key}`, JSON.stringify({ ...answer, freshUntil: time - 1 }), answer.keepUntil - time)
-    return time - answer.producedAt
+    return (await this.#cache.kept.makeSharedStale(key)) ?? here
   }
 
   /** Drops every answer of this process: what to do when drops may have been missed. */
   dropAll(): void {
-    for (const key of new Set([...this.#local.keys(), ...this.#inFlight.keys()])) this.drop(key)
+    for (const key of new Set([...this.#cache.kept.keys(), ...this.#inFlight.keys()])) this.drop(key)
+  }
+
+  #counted(request: CacheRequest, served: ServedAnswer): ServedAnswer {
+    this.#cache.options.onResult(request.endpoint, served.result)
+    return served
+  }
+}
+
+/** What producing an answer reads and writes: the options, the answers kept, the keys dropped while produced. */
+interface CacheState {
+  options: ResponseCacheOptions
+  ttlMs: number
+  staleMs: number
+  kept: KeptAnswers
+  /** Keys dropped while their production was under way: what it read may predate the change. */
+  droppedInFlight: Set<string>
+}
+
+function isFresh({ ttlMs, options }: CacheState, answer: CachedAnswer): boolean {
+  return ttlMs > 0 && options.now() <= answer.freshUntil
+}
+
+function ageSeconds(answer: CachedAnswer, now: number): number {
+  return Math.max(0, Math.floor((now - answer.producedAt) / 1000))
+}
+
+/** `key`'s answer past this process's memory: the shared one when fresh, else one produced, once for every replica when there is a lock. */
+async function resolveAnswer(cache: CacheState, key: string, kept: CachedAnswer | undefined, produce: Produce, request: CacheRequest): Promise<ServedAnswer> {
+  const { lock } = cache.options
+  const last = cache.kept.newest(key, kept, await cache.kept.shared(key))
+  if (last && isFresh(cache, last)) return { answer: last, result: 'hit', stored: false }
+  if (!lock) return produceAnswer(cache, key, last, produce, request)
+
+  const claim = await lock.claim(key)
+  if (claim.kind === 'theirs') {
+    await claim.released
+    const theirs = await cache.kept.shared(key)
+    if (theirs && isFresh(cache, theirs)) {
+      cache.kept.keep(key, theirs)
+      return { answer: theirs, result: 'collapsed', stored: false }
+    }
+    // Their production failed, or its holder died: produce it here.
+  }
+  try {
+    return await produceAnswer(cache, key, last, produce, request)
+  } finally {
+    if (claim.kind === 'mine') claim.release()
+  }
+}
+
+/** The answer `produce` makes, kept for as long as it may be sent; `last` stale when producing fails. */
+async function produceAnswer(cache: CacheState, key: string, last: CachedAnswer | undefined, produce: Produce, request: CacheRequest): Promise<ServedAnswer> {
+  let produced: Produced<string>
+  try {
+    produced = await produce({ log: request.log, revalidates: last !== undefined })
+  } catch (error) {
+    return staleOrThrow(cache, key, last, error, request)
+  }
+
+  const now = cache.options.now()
+  const { body, partial, isPrivate, partialUntil } = produced
+  // A partial answer is kept only while the rate limit of what it misses is spent, and no
+  // longer than the TTL: a search that failed for another reason is asked again by the next request.
+  const isPartial = partial.length > 0
+  // Dropped meanwhile (docs/webhooks.md): kept for stale-if-error, but the next request revalidates.
+  const freshUntil = cache.droppedInFlight.has(key) ? now - 1 : Math.min(now + cache.ttlMs, isPartial ? (partialUntil ?? now) : Number.POSITIVE_INFINITY)
+  const keepUntil = isPartial ? freshUntil : freshUntil + cache.staleMs
+  const answer: CachedAnswer = { body, partial: [...partial], isPrivate, etag: etagOf(body), producedAt: now, freshUntil, keepUntil }
+  const stored = keepUntil > now
+  if (stored) await cache.kept.store(key, answer)
+  return { answer, result: last ? 'revalidated' : 'miss', stored }
+}
+
+/** `last`, stale, when producing failed with an upstream error; the error itself otherwise, or for a 404. */
+function staleOrThrow(cache: CacheState, key: string, last: CachedAnswer | undefined, error: unknown, request: CacheRequest): ServedAnswer {
+  // A user or repository that no longer exists is answered so, not with what it used to be.
+  if (error instanceof UpstreamNotFound) {
+    cache.kept.forget(key)
+    throw error
+  }
+  if (!last || !(error instanceof UpstreamError)) throw error
+  const staleBecause = error instanceof BudgetSpent ? 'budget' : 'stale-if-error'
+  request.log.warn({ err: error, ageSeconds: ageSeconds(last, cache.options.now()) }, `answering stale (${staleBecause})`)
+  return { answer: last, result: 'stale', stored: false, staleBecause, failedStatus: error.status }
+}
+
+/**
+ * The answers kept: in this process's memory, bounded in bytes, and in the shared store when
+ * there is one. Entries carry their own expiry on our clock (`keepUntil`): the LRU only bounds
+ * their bytes.
+ */
+class KeptAnswers {
+  readonly #local: LRUCache<string, CachedAnswer>
+  readonly #store: SharedStore | undefined
+  readonly #now: () => number
+
+  constructor(maxBytes: number, store: SharedStore | undefined, now: () => number) {
+    this.#local = new LRUCache({ maxSize: maxBytes, sizeCalculation: (answer) => answer.body.length })
+    this.#store = store
+    this.#now = now
+  }
+
+  /** `key`'s answer in memory, whatever its age. */
+  here(key: string): CachedAnswer | undefined {
+    return this.#local.get(key)
   }
 
   /** `kept`, unless it is past what it may be sent for, even stale: then it is forgotten. */
-  #held(key: string, kept: CachedAnswer | undefined): CachedAnswer | undefined {
-    if (!kept || kept.keepUntil > this.#options.now()) return kept
+  unexpired(key: string, kept: CachedAnswer | undefined): CachedAnswer | undefined {
+    if (!kept || kept.keepUntil > this.#now()) return kept
     this.#local.delete(key)
     return undefined
   }
 
-  #isFresh(answer: CachedAnswer): boolean {
-    return this.#ttlMs > 0 && this.#options.now() <= answer.freshUntil
+  /** `key`'s answer in memory, whatever its age, without touching its place in the LRU. */
+  peek(key: string): CachedAnswer | undefined {
+    return this.#local.peek(key)
   }
 
-  #counted(request: CacheRequest, served: ServedAnswer): ServedAnswer {
-    this.#options.onResult(request.endpoint, served.result)
-    return served
+  keys(): IterableIterator<string> {
+    return this.#local.keys()
   }
 
-  async #resolve(key: string, kept: CachedAnswer | undefined, produce: Produce, request: CacheRequest): Promise<ServedAnswer> {
-    const { lock } = this.#options
-    const last = this.#newest(key, kept, await this.#sharedAnswer(key))
-    if (last && this.#isFresh(last)) return { answer: last, result: 'hit', stored: false }
-    if (!lock) return this.#produce(key, last, produce, request)
-
-    const claim = await lock.claim(key)
-    if (claim.kind === 'theirs') {
-      await claim.released
-      const theirs = await this.#sharedAnswer(key)
-      if (theirs && this.#isFresh(theirs)) {
-        this.#keep(key, theirs)
-        return { answer: theirs, result: 'collapsed', stored: false }
-      }
-      // Their production failed, or its holder died: produce it here.
-    }
-    try {
-      return await this.#produce(key, last, produce, request)
-    } finally {
-      if (claim.kind === 'mine') claim.release()
-    }
-  }
-
-  async #produce(key: string, last: CachedAnswer | undefined, produce: Produce, request: CacheRequest): Promise<ServedAnswer> {
-    let produced: Produced<string>
-    try {
-      produced = await produce({ log: request.log, revalidates: last !== undefined })
-    } catch (error) {
-      return this.#orStale(key, last, error, request)
-    }
-
-    const now = this.#options.now()
-    const { body, partial, isPrivate, partialUntil } = produced
-    // A partial answer is kept only while the rate limit of what it misses is spent, and no
-    // longer than the TTL: a search that failed for another reason is asked again by the next request.
-    const isPartial = partial.length > 0
-    // Dropped meanwhile (docs/webhooks.md): kept for stale-if-error, but the next request revalidates.
-    const freshUntil = this.#droppedInFlight.has(key) ? now - 1 : Math.min(now + this.#ttlMs, isPartial ? (partialUntil ?? now) : Number.POSITIVE_INFINITY)
-    const keepUntil = isPartial ? freshUntil : freshUntil + this.#staleMs
-    const answer: CachedAnswer = { body, partial: [...partial], isPrivate, etag: etagOf(body), producedAt: now, freshUntil, keepUntil }
-    const stored = keepUntil > now
-    if (stored) await this.#store(key, answer)
-    return { answer, result: last ? 'revalidated' : 'miss', stored }
-  }
-
-  #orStale(key: string, last: CachedAnswer | undefined, error: unknown, request: CacheRequest): ServedAnswer {
-    // A user or repository that no longer exists is answered so, not with what it used to be.
-    if (error instanceof UpstreamNotFound) {
-      this.#local.delete(key)
-      this.#options.store?.delete(`answer:${key}`)
-      throw error
-    }
-    if (!last || !(error instanceof UpstreamError)) throw error
-    const staleBecause = error instanceof BudgetSpent ? 'budget' : 'stale-if-error'
-    request.log.warn({ err: error, ageSeconds: this.ageOf(last) }, `answering stale (${staleBecause})`)
-    return { answer: last, result: 'stale', stored: false, staleBecause, failedStatus: error.status }
+  /** `key`'s answer in the shared store, while it may still be sent. */
+  async shared(key: string): Promise<CachedAnswer | undefined> {
+    const answer = await this.#store?.get(storedEntries.answer, `answer:${key}`)
+    return answer && answer.keepUntil > this.#now() ? answer : undefined
   }
 
   /** The later of two productions of `key`, kept here when it is theirs. */
-  #newest(key: string, ours: CachedAnswer | undefined, theirs: CachedAnswer | undefined): CachedAnswer | undefined {
+  newest(key: string, ours: CachedAnswer | undefined, theirs: CachedAnswer | undefined): CachedAnswer | undefined {
     if (!theirs || (ours && ours.producedAt >= theirs.producedAt)) return ours
-    this.#keep(key, theirs)
+    this.keep(key, theirs)
     return theirs
   }
 
-  async #sharedAnswer(key: string): Promise<CachedAnswer | undefined> {
-    const answer = await this.#options.store?.get(storedEntries.answer, `answer:${key}`)
-    return answer && answer.keepUntil > this.#options.now() ? answer : undefined
+  keep(key: string, answer: CachedAnswer): void {
+    if (answer.keepUntil > this.#now()) this.#local.set(key, answer)
   }
 
-  /**
-   * Keeps `answer` here and in the shared store, and resolves once the store has it: a request
-   * that follows this answer, on any replica, then finds it.
-   */
-  async #store(key: string, answer: CachedAnswer): Promise<void> {
-    this.#keep(key, answer)
-    await this.#options.store?.set(`answer:${key}`, JSON.stringify(answer), answer.keepUntil - this.#options.now())
+  /** Keeps `answer` here and in the shared store; resolves once the store has it, for the next request on any replica to find. */
+  async store(key: string, answer: CachedAnswer): Promise<void> {
+    this.keep(key, answer)
+    await this.#store?.set(`answer:${key}`, JSON.stringify(answer), answer.keepUntil - this.#now())
   }
 
-  #keep(key: string, answer: CachedAnswer): void {
-    if (answer.keepUntil > this.#options.now()) this.#local.set(key, answer)
+  /** Forgets `key`'s answer here and in the shared store. */
+  forget(key: string): void {
+    this.#local.delete(key)
+    this.#store?.delete(`answer:${key}`)
+  }
+
+  /** Makes `kept`, `key`'s fresh answer here, stale; returns its age (ms). */
+  makeStale(key: string, kept: CachedAnswer): number {
+    const now = this.#now()
+    this.#local.set(key, { ...kept, freshUntil: now - 1 })
+    return now - kept.producedAt
+  }
+
+  /** Makes `key`'s shared answer stale, keeping its expiry; its age (ms) when it was fresh. Rejects when the store cannot say. */
+  async makeSharedStale(key: string): Promise<number | undefined> {
+    if (!this.#store) return undefined
+    const answer = await this.#store.read(storedEntries.answer, `answer:${key}`)
+    const time = this.#now()
+    if (!answer || time > answer.freshUntil) return undefined
+    await this.#store.write(`answer:${key}`, JSON.stringify({ ...answer, freshUntil: time - 1 }), answer.keepUntil - time)
+    return time - answer.producedAt
   }
 }
 

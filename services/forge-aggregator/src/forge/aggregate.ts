@@ -1,6 +1,11 @@
 import type { Follower, ForgeUser, Repository, RepositoryCounts, Stats, TopRepo, UserOverview } from './answers.ts'
 import type { UpstreamFollower, UpstreamRepo, UpstreamRepository, UpstreamUser } from './bodies.ts'
 
+/**
+ * Pure functions from upstream bodies to the answers (totals, top repositories, field names): no
+ * I/O.
+ */
+
 /** At most this many repositories in `topRepos` (spec). */
 export const TOP_REPOS_LIMIT = 10
 /** The upstream's largest page (`per_page` maximum). */

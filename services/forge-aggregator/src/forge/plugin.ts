@@ -1,18 +1,28 @@
 import fp from 'fastify-plugin'
-import type { Dispatcher } from 'undici'
+import { Agent, type Dispatcher } from 'undici'
 import type { ForgeAggregatorConfig } from '../config.ts'
+import { createAppRequests } from '../credentials/app-calls.ts'
+import { createCredentials, type Credentials } from '../credentials/credentials.ts'
+import type { UpstreamCredentials } from '../credentials/settings.ts'
 import { RateLimitBudget } from '../upstream/budget.ts'
 import { createForgeClient, type ForgeClient } from '../upstream/client.ts'
-import type { AppCredentials, UpstreamCredentials } from '../upstream/credentials.ts'
+import { upstreamOf } from '../upstream/endpoint.ts'
 import { createUpstreamMetrics } from '../upstream/metrics.ts'
 import { createForgeService, type ForgeService } from './service.ts'
+
+/**
+ * The forge plugin: builds, from the configuration, what the routes ask the upstream through
+ * (the credentials, the client, the service) and decorates the app with it.
+ */
 
 /** The forge as the app holds it. */
 export interface Forge {
   /** What each endpoint asks the upstream for. */
   service: ForgeService
-  /** The one client every call goes through: the service's. */
+  /** The one client every call about an answer goes through: the service's. */
   client: ForgeClient
+  /** Which credential each call goes with; what the webhooks change of them. */
+  credentials: Credentials
 }
 
 declare module 'fastify' {
@@ -38,54 +48,49 @@ export interface ForgePluginOptions {
   dispatcher?: Dispatcher | undefined
 }
 
+const MAX_BODY_BYTES = 32 * 1024 * 1024
+
 /**
- * The forge: the upstream's metrics, the rate-limit budget (shared through `app.sharedCache` when
- * there is one), the one client that calls the upstream and the service that knows what to ask.
- * Decorates `app.forge`; closes the client's connections with the app.
+ * The forge: the upstream's metrics, the default rate-limit budget (shared through
+ * `app.sharedCache` when there is one), the credentials, the one client that calls the upstream
+ * and the service that knows what to ask. Decorates `app.forge`; closes the upstream connections
+ * with the app (those of a dispatcher it was given stay open: the giver's to close).
  */
 export const forge = fp<ForgePluginOptions>(
-  async (app, { config, credentials, revalidationMaxBytes, heldForMs, now, dispatcher }) => {
+  async (app, { config, credentials: configured, revalidationMaxBytes, heldForMs, now, dispatcher }) => {
     const metrics = createUpstreamMetrics(app.metrics, config.FORGE_BUDGET_RESERVE)
     const store = app.sharedCache?.store
-    const budget = new RateLimitBudget({ reserve: config.FORGE_BUDGET_RESERVE, now, store, onChange: metrics.observeBudget })
-    const defaultInstallation = installationOf(credentials)
-    const client = createForgeClient({
-      baseUrl: config.FORGE_API_URL,
-      token: credentials.kind === 'token' ? credentials.token : undefined,
-      app: defaultInstallation,
-      publicApp: credentials.kind === 'public-app' ? { appId: credentials.appId, privateKey: credentials.privateKey, reserve: config.FORGE_BUDGET_RESERVE } : undefined,
-      timeoutMs: config.FORGE_TIMEOUT_MS,
-      userAgent: 'forge-aggregator/1.0',
-      revalidationMaxBytes,
-      heldForMs,
-      budget,
+    const agent = dispatcher ?? new Agent({ keepAliveTimeout: 30_000, maxResponseSize: MAX_BODY_BYTES })
+    const upstream = upstreamOf(config.FORGE_API_URL, 'forge-aggregator/1.0')
+    const credentials = createCredentials({
+      configured,
+      budget: new RateLimitBudget({ reserve: config.FORGE_BUDGET_RESERVE, now, store, onChange: metrics.observeBudget }),
+      reserve: config.FORGE_BUDGET_RESERVE,
+      // The App's own calls go straight to the upstream: they spend the App's limit, not an installation's.
+      send: createAppRequests(upstream, agent, config.FORGE_TIMEOUT_MS),
       store,
-      metrics,
       now,
       logger: app.log,
-      ...(dispatcher ? { dispatcher } : {}),
+      metrics,
     })
+    const client = createForgeClient({ upstream, credentials, timeoutMs: config.FORGE_TIMEOUT_MS, revalidationMaxBytes, heldForMs, store, metrics, now, logger: app.log, dispatcher: agent })
+    const hasDefaultInstallation = configured.kind === 'app' || (configured.kind === 'public-app' && configured.defaultInstallationId !== undefined)
     const service = createForgeService({
       client,
+      credentials,
       followersLimit: config.FORGE_FOLLOWERS_LIMIT,
       maxRepoPages: config.FORGE_MAX_REPO_PAGES,
-      authentication: credentials.kind === 'token' ? 'token' : defaultInstallation ? 'app' : 'anonymous',
-      publicApp: credentials.kind === 'public-app',
+      authentication: configured.kind === 'token' ? 'token' : hasDefaultInstallation ? 'app' : 'anonymous',
+      publicApp: configured.kind === 'public-app',
     })
-    app.decorate('forge', { service, client })
-    app.addHook('onClose', () => client.close())
+    app.decorate('forge', { service, client, credentials })
+    app.addHook('onClose', async () => {
+      if (!dispatcher) await agent.close()
+    })
+    const defaultInstallation = configured.kind === 'app' ? configured.installationId : configured.kind === 'public-app' ? configured.defaultInstallationId : undefined
     const githubApp =
-      credentials.kind === 'app' || credentials.kind === 'public-app'
-        ? { githubApp: { id: credentials.appId, installation: defaultInstallation?.installationId, public: credentials.kind === 'public-app' } }
-        : {}
-    app.log.info({ upstream: config.FORGE_API_URL, authenticated: credentials.kind !== 'anonymous', ...githubApp, budgetReserve: config.FORGE_BUDGET_RESERVE }, 'forge upstream')
+      configured.kind === 'app' || configured.kind === 'public-app' ? { githubApp: { id: configured.appId, installation: defaultInstallation, public: configured.kind === 'public-app' } } : {}
+    app.log.info({ upstream: config.FORGE_API_URL, authenticated: configured.kind !== 'anonymous', ...githubApp, budgetReserve: config.FORGE_BUDGET_RESERVE }, 'forge upstream')
   },
   { name: 'forge', fastify: '5.x', dependencies: ['shared-cache'] },
 )
-
-/** The one installation the client calls with by default: the App's, or a public App's default when it has one. */
-function installationOf(credentials: UpstreamCredentials): AppCredentials | undefined {
-  if (credentials.kind === 'app') return credentials
-  if (credentials.kind !== 'public-app' || credentials.defaultInstallationId === undefined) return undefined
-  return { appId: credentials.appId, installationId: credentials.defaultInstallationId, privateKey: credentials.privateKey }
-}

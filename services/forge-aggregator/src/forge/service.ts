@@ -1,12 +1,21 @@
-import { upstreamPath, type ForgeClient } from '../upstream/client.ts'
+import type { Credentials } from '../credentials/credentials.ts'
+import type { ForgeClient } from '../upstream/client.ts'
+import { upstreamPath } from '../upstream/endpoint.ts'
 import { UpstreamNotFound, UpstreamRateLimited } from '../upstream/errors.ts'
 import type { RequestContext } from '../upstream/request-context.ts'
 import { buildUserOverview, countedRepos, MAX_PER_PAGE, pagesFor, toRepository, toRepositoryCounts } from './aggregate.ts'
 import type { RepositoryCounts, RepositoryList, UserOverview } from './answers.ts'
 import { upstreamBodies, type UpstreamRepo, type UpstreamRepos } from './bodies.ts'
 
+/**
+ * What each endpoint asks the upstream for, and how the answers combine (docs/design.md,
+ * "Upstream calls").
+ */
+
 export interface ForgeServiceOptions {
   client: ForgeClient
+  /** Whose account the default installation is on (list mode). */
+  credentials: Pick<Credentials, 'defaultInstallationOwner'>
   followersLimit: number
   maxRepoPages: number
   /**
@@ -59,47 +68,76 @@ interface SearchOutcome {
 }
 
 export function createForgeService(options: ForgeServiceOptions): ForgeService {
+  const lists = repositoryLists(options)
+  return {
+    userOverview: (login, context) => userOverview(options, login, context),
+    async repositoryCounts(owner, repo, context) {
+      const repository = await options.client.get(upstreamPath`/repos/${owner}/${repo}`, upstreamBodies.repository, undefined, context)
+      return { body: toRepositoryCounts(repository), partial: [], isPrivate: repository.private }
+    },
+    async repositoryList(owner, context) {
+      const repos = await lists.reposOf(owner, context)
+      const list = { repos: repos.map(toRepository), totalCount: repos.length }
+      return { body: list, partial: [], isPrivate: list.repos.some((repository) => repository.isPrivate) }
+    },
+  }
+}
+
+/** A `users` answer: the profile, every repository page, the followers and the two searches, started together. */
+async function userOverview(options: ForgeServiceOptions, login: string, requestContext: RequestContext): Promise<Produced<UserOverview>> {
   const { client, followersLimit, maxRepoPages } = options
+  // Every call is about this account: a public App calls with its installation.
+  const context = { ...requestContext, account: login }
+  const reposPage = (page: number) => client.get(upstreamPath`/users/${login}/repos`, upstreamBodies.repos, { type: 'owner', per_page: MAX_PER_PAGE, page }, context)
+  // The five calls start together; further repository pages start as soon as the profile
+  // says they exist. One request costs about one upstream round trip.
+  const profileBody = client.get(upstreamPath`/users/${login}`, upstreamBodies.user, undefined, context)
+  const repoBodies = Promise.all([
+    reposPage(1),
+    profileBody.then((profile) => {
+      const pages = pagesFor(profile.public_repos, maxRepoPages)
+      return Promise.all(Array.from({ length: pages - 1 }, (_, index) => reposPage(index + 2)))
+    }),
+  ]).then(([first, rest]): UpstreamRepo[] => [first, ...rest].flat())
+  const followersBody = client.get(upstreamPath`/users/${login}/followers`, upstreamBodies.followers, { per_page: followersLimit }, context)
+  const issuesOutcome = searchCount(options, login, 'issue', context)
+  const prsOutcome = searchCount(options, login, 'pr', context)
+
+  const [profile, repos, followers] = await allOrMostTellingFailure([profileBody, repoBodies, followersBody] as const)
+  const [issues, prs] = await Promise.all([issuesOutcome, prsOutcome])
+  const missing = [...(issues.count === undefined ? [['totalIssues', issues] as const] : []), ...(prs.count === undefined ? [['totalPRs', prs] as const] : [])]
+  const resumes = missing.map(([, outcome]) => outcome.resumesAt)
+  return {
+    body: buildUserOverview({ profile, repos: countedRepos(repos), followers, totalIssues: issues.count ?? 0, totalPRs: prs.count ?? 0 }),
+    partial: missing.map(([name]) => name),
+    isPrivate: false,
+    partialUntil: resumes.length > 0 && resumes.every((at) => at !== undefined) ? Math.min(...resumes) : undefined,
+  }
+}
+
+/**
+ * The search's `total_count`, or why not: a count is not worth failing the answer for. A public
+ * App's searches say `is:public`: the account's installation token may reach its private
+ * repositories, and a card counts what an anonymous caller would.
+ */
+async function searchCount(options: ForgeServiceOptions, login: string, kind: 'issue' | 'pr', context: RequestContext): Promise<SearchOutcome> {
   const publicOnly = options.publicApp === true ? ' is:public' : ''
+  try {
+    const result = await options.client.get('/search/issues', upstreamBodies.search, { q: `author:${login} is:${kind}${publicOnly}`, per_page: 1 }, context)
+    return { count: result.total_count }
+  } catch (error) {
+    context.log.warn({ err: error }, `${kind} search failed; its count will be 0`)
+    return { count: undefined, resumesAt: error instanceof UpstreamRateLimited ? error.resumesAt : undefined }
+  }
+}
+
+/**
+ * List mode's repositories: the owner's private ones too when they are there to list (their own
+ * token, or an installation on their account with all its repositories), else the public list.
+ */
+function repositoryLists(options: ForgeServiceOptions): { reposOf(owner: string, context: RequestContext): Promise<UpstreamRepos> } {
+  const { client, maxRepoPages } = options
   let tokenOwner: Promise<string | undefined> | undefined
-
-  function reposPage(login: string, page: number, context: RequestContext) {
-    return client.get(upstreamPath`/users/${login}/repos`, upstreamBodies.repos, { type: 'owner', per_page: MAX_PER_PAGE, page }, context)
-  }
-
-  /** The search's `total_count`, or why not: a count is not worth failing the answer for. */
-  async function searchCount(login: string, kind: 'issue' | 'pr', context: RequestContext): Promise<SearchOutcome> {
-    try {
-      const result = await client.get('/search/issues', upstreamBodies.search, { q: `author:${login} is:${kind}${publicOnly}`, per_page: 1 }, context)
-      return { count: result.total_count }
-    } catch (error) {
-      context.log.warn({ err: error }, `${kind} search failed; its count will be 0`)
-      return { count: undefined, resumesAt: error instanceof UpstreamRateLimited ? error.resumesAt : undefined }
-    }
-  }
-
-  /** Every repository of the installation (up to `maxRepoPages` pages), most recently updated first, as many as one page of the public list. */
-  async function installationRepos(context: RequestContext): Promise<UpstreamRepos> {
-    const page = (number: number) => client.get('/installation/repositories', upstreamBodies.installationRepos, { per_page: MAX_PER_PAGE, page: number }, context)
-    const first = await page(1)
-    const rest = await Promise.all(Array.from({ length: pagesFor(first.total_count, maxRepoPages) - 1 }, (_, index) => page(index + 2)))
-    // The endpoint takes no `sort`: ordered here as `sort=updated` orders the other lists.
-    return [first, ...rest]
-      .flatMap((each) => each.repositories)
-      .sort((a, b) => lastUpdate(b).localeCompare(lastUpdate(a)))
-      .slice(0, MAX_PER_PAGE)
-  }
-
-  /** Whether the owner's private repositories are there to list: their own token, or an installation on their account with all its repositories. */
-  async function listsPrivateReposOf(owner: string, context: RequestContext): Promise<'token' | 'installation' | undefined> {
-    const isOwner = (login: string | undefined) => login?.toLowerCase() === owner.toLowerCase()
-    if (options.authentication === 'token') return isOwner(await whoOwnsTheToken(context)) ? 'token' : undefined
-    if (options.authentication === 'app') {
-      const account = await client.installationAccount()
-      return isOwner(account?.login) && account?.allRepositories ? 'installation' : undefined
-    }
-    return undefined
-  }
 
   /** Who owns the token, asked once per process; a failed answer is not remembered. */
   function whoOwnsTheToken(context: RequestContext): Promise<string | undefined> {
@@ -114,52 +152,36 @@ export function createForgeService(options: ForgeServiceOptions): ForgeService {
     return tokenOwner
   }
 
+  /** Whether the owner's private repositories are there to list, and how. */
+  async function privateSource(owner: string, context: RequestContext): Promise<'token' | 'installation' | undefined> {
+    const isOwner = (login: string | undefined) => login?.toLowerCase() === owner.toLowerCase()
+    if (options.authentication === 'token') return isOwner(await whoOwnsTheToken(context)) ? 'token' : undefined
+    if (options.authentication === 'app') {
+      const installedOn = await options.credentials.defaultInstallationOwner()
+      return isOwner(installedOn?.login) && installedOn?.allRepositories ? 'installation' : undefined
+    }
+    return undefined
+  }
+
+  /** Every repository of the installation (up to `maxRepoPages` pages), most recently updated first, as many as one page of the public list. */
+  async function installationRepos(context: RequestContext): Promise<UpstreamRepos> {
+    const page = (number: number) => client.get('/installation/repositories', upstreamBodies.installationRepos, { per_page: MAX_PER_PAGE, page: number }, context)
+    const first = await page(1)
+    const rest = await Promise.all(Array.from({ length: pagesFor(first.total_count, maxRepoPages) - 1 }, (_, index) => page(index + 2)))
+    // The endpoint takes no `sort`: ordered here as `sort=updated` orders the other lists.
+    return [first, ...rest]
+      .flatMap((each) => each.repositories)
+      .sort((a, b) => lastUpdate(b).localeCompare(lastUpdate(a)))
+      .slice(0, MAX_PER_PAGE)
+  }
+
   return {
-    async userOverview(login, requestContext) {
-      // Every call is about this account: a public App calls with its installation.
-      const context = { ...requestContext, account: login }
-      // The five calls start together; further repository pages start as soon as the profile
-      // says they exist. One request costs about one upstream round trip.
-      const profileBody = client.get(upstreamPath`/users/${login}`, upstreamBodies.user, undefined, context)
-      const repoBodies = Promise.all([
-        reposPage(login, 1, context),
-        profileBody.then((profile) => {
-          const pages = pagesFor(profile.public_repos, maxRepoPages)
-          return Promise.all(Array.from({ length: pages - 1 }, (_, index) => reposPage(login, index + 2, context)))
-        }),
-      ]).then(([first, rest]): UpstreamRepo[] => [first, ...rest].flat())
-      const followersBody = client.get(upstreamPath`/users/${login}/followers`, upstreamBodies.followers, { per_page: followersLimit }, context)
-      const issuesOutcome = searchCount(login, 'issue', context)
-      const prsOutcome = searchCount(login, 'pr', context)
-
-      const [profile, repos, followers] = await allOrMostTellingFailure([profileBody, repoBodies, followersBody] as const)
-      const [issues, prs] = await Promise.all([issuesOutcome, prsOutcome])
-      const missing = [...(issues.count === undefined ? [['totalIssues', issues] as const] : []), ...(prs.count === undefined ? [['totalPRs', prs] as const] : [])]
-      const resumes = missing.map(([, outcome]) => outcome.resumesAt)
-      return {
-        body: buildUserOverview({ profile, repos: countedRepos(repos), followers, totalIssues: issues.count ?? 0, totalPRs: prs.count ?? 0 }),
-        partial: missing.map(([name]) => name),
-        isPrivate: false,
-        partialUntil: resumes.length > 0 && resumes.every((at) => at !== undefined) ? Math.min(...(resumes)) : undefined,
-      }
-    },
-
-    async repositoryCounts(owner, repo, context) {
-      const repository = await client.get(upstreamPath`/repos/${owner}/${repo}`, upstreamBodies.repository, undefined, context)
-      return { body: toRepositoryCounts(repository), partial: [], isPrivate: repository.private }
-    },
-
-    async repositoryList(owner, context) {
+    async reposOf(owner, context) {
       const query = { sort: 'updated', per_page: MAX_PER_PAGE }
-      const source = await listsPrivateReposOf(owner, context)
-      const repos =
-        source === 'token'
-          ? await client.get('/user/repos', upstreamBodies.repos, { affiliation: 'owner', ...query }, context)
-          : source === 'installation'
-            ? await installationRepos(context)
-            : await client.get(upstreamPath`/users/${owner}/repos`, upstreamBodies.repos, query, context)
-      const list = { repos: repos.map(toRepository), totalCount: repos.length }
-      return { body: list, partial: [], isPrivate: list.repos.some((repository) => repository.isPrivate) }
+      const source = await privateSource(owner, context)
+      if (source === 'token') return client.get('/user/repos', upstreamBodies.repos, { affiliation: 'owner', ...query }, context)
+      if (source === 'installation') return installationRepos(context)
+      return client.get(upstreamPath`/users/${owner}/repos`, upstreamBodies.repos, query, context)
     },
   }
 }

@@ -5,6 +5,11 @@ import { invalidRequest, upstreamErrorAnswer } from './errors.ts'
 import { ErrorBody, FailureBody, NotModified, RateLimited, withCacheHeaders } from './schemas.ts'
 import type { ForgeRouteOptions } from './users.ts'
 
+/**
+ * The `GET /api/forge/repos` route: one repository's counts, or the list of the default user's
+ * repositories.
+ */
+
 export const ReposQuery = Type.Object({
   repo_name: Type.Optional(
     Type.String({

@@ -1,5 +1,10 @@
 import { Type, type Static, type TSchema } from '@sinclair/typebox'
 
+/**
+ * The HTTP schemas the routes share: error bodies, the 304 and 403 answers, the cache headers of a
+ * 200.
+ */
+
 const header = (description: string) => ({ type: 'string', description })
 
 /** The response headers of an answer from the cache (docs/design.md, "Caching"), as the OpenAPI document shows them. */

@@ -5,6 +5,11 @@ import { UserOverview } from '../forge/answers.ts'
 import { invalidRequest, upstreamErrorAnswer } from './errors.ts'
 import { ErrorBody, FailureBody, NotModified, RateLimited, withCacheHeaders } from './schemas.ts'
 
+/**
+ * The `GET /api/forge/users` route: a validated login, its cache key and its production, handed to
+ * `reply.sendAnswer`.
+ */
+
 export interface ForgeRouteOptions {
   /** `FORGE_DEFAULT_USER`. */
   defaultUser: string

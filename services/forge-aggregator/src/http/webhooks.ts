@@ -12,6 +12,11 @@ import { dropsFor, eventLabel } from '../webhooks/events.ts'
 import { createWebhookMetrics, type DeliveryOutcome } from '../webhooks/metrics.ts'
 
 /**
+ * The `POST /api/forge/webhooks` route (docs/webhooks.md): a GitHub App's signed deliveries, read
+ * as raw bytes, verified, then applied.
+ */
+
+/**
  * The largest body read. The events used are a few KB; only a push of hundreds of commits (its
  * payload lists up to 2,048) comes near it, and the TTL covers that one. GitHub caps payloads at
  * 25 MB, and every unsigned body would be held and hashed up to the bound before it is refused.
@@ -47,8 +52,7 @@ export const webhookRoutes: FastifyPluginAsync<WebhookPluginOptions> = async (ap
   const metrics = createWebhookMetrics(app.metrics)
   const deliveries = createDeliveries({
     cache: app.answerCache,
-    forgetInstallationToken: () => app.forge.client.forgetInstallationToken(),
-    installations: { changed: (changes) => app.forge.client.installationsChanged(changes), record: (accounts) => app.forge.client.recordInstallations(accounts) },
+    credentials: app.forge.credentials,
     shared: app.sharedCache,
     logger: app.log,
   })

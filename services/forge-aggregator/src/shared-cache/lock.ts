@@ -5,6 +5,11 @@ import type { FastifyBaseLogger } from 'fastify'
 import type { RedisConnection, RedisSubscriber } from '@repo/service-kit'
 
 /**
+ * The production lock (docs/design.md, "Sharing across replicas"): one replica produces an
+ * answer while the others wait for its announcement.
+ */
+
+/**
  * A claim on producing one answer across replicas (docs/design.md, "Sharing across replicas"):
  * `mine` when this replica took the lock (release it when done), `theirs` when another replica
  * holds it (`released` settles when it announces the end, when Redis can no longer tell, or after
@@ -53,68 +58,18 @@ return redis.call('publish', KEYS[2], ARGV[2])`
  * other replicas wake at once instead of polling.
  */
 export function createProductionLock(options: ProductionLockOptions): ProductionLock {
-  const { connection, namespace, waitMs, probeIntervalMs, logger } = options
+  const { connection, namespace, waitMs, logger } = options
   const channel = `${namespace}released`
-  // One event per key whose production ended; one listener per waiting key of this process.
-  const releases = new EventEmitter().setMaxListeners(0)
-  const subscriber: RedisSubscriber = connection.duplicate()
-  let subscribed = false
-
-  /** Lets every waiter go and look for itself: Redis may not tell it anything anymore. */
-  function wakeEveryone(): void {
-    for (const key of releases.eventNames().filter((name) => name !== 'error')) releases.emit(key)
-  }
-
-  subscriber.on('error', wakeEveryone)
-  subscriber
-    .connect()
-    .then(() => subscriber.subscribe(channel, (key) => releases.emit(key)))
-    .then(() => {
-      subscribed = true
-      logger.info({ channel }, 'listening for production announcements')
-    })
-    .catch(() => {})
-
-  const isAvailable = () => connection.isAvailable && subscribed && subscriber.isReady
-  /** The token of each lock this process holds, by key: released once, by its production or by `close()`. */
-  const held = new Map<string, string>()
-  const releasing = new Set<Promise<void>>()
-
-  function release(key: string, token: string): void {
-    if (held.get(key) !== token) return
-    held.delete(key)
-    const released = connection
-      .run('EVAL', (client) => client.eval(RELEASE, { keys: [`${namespace}lock:${key}`, channel], arguments: [token, key] }))
-      .then(
-        () => {},
-        () => {},
-      )
-    releasing.add(released)
-    void released.then(() => releasing.delete(released))
-  }
-
-  /** Resolves when `key`'s production is announced over, Redis stops answering, or after `waitMs`. */
-  function waitForRelease(key: string): { released: Promise<void>; cancel(): void } {
-    const cancelled = new AbortController()
-    const signal = AbortSignal.any([cancelled.signal, AbortSignal.timeout(waitMs)])
-    const watchdog = setInterval(() => {
-      connection.run('PING', (client) => client.ping()).catch(() => releases.emit(key))
-    }, probeIntervalMs).unref()
-    const released = once(releases, key, { signal })
-      .then(
-        () => {},
-        () => {},
-      )
-      .finally(() => clearInterval(watchdog))
-    return { released, cancel: () => cancelled.abort() }
-  }
+  const announcements = listenForReleases(connection, channel, logger)
+  const owned = ownedLocks(connection, namespace, channel)
+  const isAvailable = () => connection.isAvailable && announcements.isListening()
 
   return {
     async claim(key) {
       // Without the channel, waiting on another replica would be waiting blind: produce alone.
       if (!isAvailable()) return { kind: 'unknown' }
       // Listen before asking for the lock, so that an end announced in between is not missed.
-      const waiter = waitForRelease(key)
+      const waiter = waitForRelease(announcements.releases, key, options)
       const token = randomUUID()
       let taken: string | null
       try {
@@ -131,15 +86,91 @@ export function createProductionLock(options: ProductionLockOptions): Production
         return { kind: 'theirs', released: waiter.released.finally(() => span.end()) }
       }
       waiter.cancel()
-      held.set(key, token)
-      return { kind: 'mine', release: () => release(key, token) }
+      owned.add(key, token)
+      return { kind: 'mine', release: () => owned.release(key, token) }
     },
     async close() {
-      const stillHeld = held.size
-      for (const [key, token] of held) release(key, token)
-      if (stillHeld > 0) logger.info({ locks: stillHeld }, 'production locks released at shutdown')
-      wakeEveryone()
-      await Promise.all(releasing)
+      const stillOwned = owned.releaseAll()
+      if (stillOwned > 0) logger.info({ locks: stillOwned }, 'production locks released at shutdown')
+      announcements.wakeEveryone()
+      await owned.settled()
     },
   }
+}
+
+/** The announcements of ended productions, heard on `channel`: one event per key on `releases`. */
+interface Announcements {
+  /** One event per key whose production ended; one listener per waiting key of this process. */
+  releases: EventEmitter
+  /** Whether the subscription is up: without it, a waiter would never hear the end. */
+  isListening(): boolean
+  /** Lets every waiter go and look for itself: Redis may not tell it anything anymore. */
+  wakeEveryone(): void
+}
+
+function listenForReleases(connection: RedisConnection, channel: string, logger: FastifyBaseLogger): Announcements {
+  const releases = new EventEmitter().setMaxListeners(0)
+  const subscriber: RedisSubscriber = connection.duplicate()
+  let subscribed = false
+  const wakeEveryone = () => {
+    for (const key of releases.eventNames().filter((name) => name !== 'error')) releases.emit(key)
+  }
+  subscriber.on('error', wakeEveryone)
+  subscriber
+    .connect()
+    .then(() => subscriber.subscribe(channel, (key) => releases.emit(key)))
+    .then(() => {
+      subscribed = true
+      logger.info({ channel }, 'listening for production announcements')
+    })
+    .catch(() => {})
+  return { releases, isListening: () => subscribed && subscriber.isReady, wakeEveryone }
+}
+
+/** The locks this process owns, by key, each released once: by its production or by `close()`. */
+function ownedLocks(connection: RedisConnection, namespace: string, channel: string) {
+  const tokens = new Map<string, string>()
+  const releasing = new Set<Promise<void>>()
+
+  function release(key: string, token: string): void {
+    if (tokens.get(key) !== token) return
+    tokens.delete(key)
+    const released = connection
+      .run('EVAL', (client) => client.eval(RELEASE, { keys: [`${namespace}lock:${key}`, channel], arguments: [token, key] }))
+      .then(
+        () => {},
+        () => {},
+      )
+    releasing.add(released)
+    void released.then(() => releasing.delete(released))
+  }
+
+  return {
+    add: (key: string, token: string) => void tokens.set(key, token),
+    release,
+    /** Releases every lock still owned; how many there were. */
+    releaseAll(): number {
+      const count = tokens.size
+      for (const [key, token] of tokens) release(key, token)
+      return count
+    },
+    /** Resolves once Redis has every release sent (or has failed it). */
+    settled: () => Promise.all(releasing).then(() => {}),
+  }
+}
+
+/** Resolves when `key`'s production is announced over, Redis stops answering, or after `waitMs`. */
+function waitForRelease(releases: EventEmitter, key: string, { connection, waitMs, probeIntervalMs }: ProductionLockOptions): { released: Promise<void>; cancel(): void } {
+  const cancelled = new AbortController()
+  const signal = AbortSignal.any([cancelled.signal, AbortSignal.timeout(waitMs)])
+  const watchdog = setInterval(() => {
+    connection.run('PING', (client) => client.ping()).catch(() => releases.emit(key))
+  }, probeIntervalMs).unref()
+  const released = once(releases, key, { signal })
+    .then(
+      () => {},
+      () => {},
+    )
+    .finally(() => clearInterval(watchdog))
+  return { released, cancel: () => cancelled.abort() }
 }

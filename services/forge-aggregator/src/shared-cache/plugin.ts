@@ -7,6 +7,11 @@ import { createProductionLock, type ProductionLock } from './lock.ts'
 import { createSharedStore, type SharedStore } from './store.ts'
 import { STORE_FORMAT_VERSION } from './stored.ts'
 
+/**
+ * The shared-cache plugin: with `REDIS_URL` or `REDIS_SENTINELS`, the Redis connection, the shared
+ * store and the production lock, under this deployment's namespace.
+ */
+
 /** What replicas share through `REDIS_URL` or `REDIS_SENTINELS` (docs/design.md, "Sharing across replicas"). */
 export interface SharedCache {
   /** The one Redis connection (the rate limit counts on its client too). */

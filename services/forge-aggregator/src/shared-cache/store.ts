@@ -3,11 +3,11 @@ import type { RedisConnection } from '@repo/service-kit'
 import type { StoredEntry, StoredKind } from './stored.ts'
 
 /**
- * What replicas share in Redis (docs/design.md, "Sharing across replicas"): answers, held upstream
- * bodies and the rate-limit budget, each under the deployment's namespace and with an expiry. Best
- * effort: a Redis that cannot answer reads as empty and writes nothing, and the caller carries on
- * with what its own process knows. Every value read is checked against its schema: one that fails
- * is a miss, and counted.
+ * What replicas share in Redis (docs/design.md, "Sharing across replicas"): answers, held
+ * projections of upstream bodies, the rate-limit budgets and a public App's lookups, each under
+ * the deployment's namespace and with an expiry. Best effort: a Redis that cannot answer reads as
+ * empty and writes nothing, and the caller carries on with what its own process knows. Every
+ * value read is checked against its schema: one that fails is a miss, and counted.
  */
 export interface SharedStore {
   /** The value at `key` when it passes `entry`'s schema; undefined when absent, rejected, or Redis cannot say. */

@@ -38,7 +38,7 @@ export const CachedAnswer = Type.Object({
  * it. Versions before projections read the entry as its `text` alone: a projection passes their
  * checks, which name the same fields.
  */
-export const HeldBody = Type.Object({ etag: Type.String({ minLength: 1 }), text: Type.String(), shape: Type.Optional(Type.String({ minLength: 1 })) })
+export const HeldProjection = Type.Object({ etag: Type.String({ minLength: 1 }), text: Type.String(), shape: Type.Optional(Type.String({ minLength: 1 })) })
 
 /** What the upstream last said about one rate-limit resource, on the wall clock (ms). */
 export const BudgetState = Type.Object({
@@ -54,12 +54,12 @@ export const BudgetState = Type.Object({
  * Whether an account installed a public GitHub App, and which installation (docs/github-app.md,
  * "A public App"): `null` when it has none, or a suspended one. Never a token: tokens stay in memory.
  */
-export const AccountInstallation = Type.Object({ id: Type.Union([Type.String({ pattern: '^[0-9]+$' }), Type.Null()]) })
+export const RememberedLookup = Type.Object({ id: Type.Union([Type.String({ pattern: '^[0-9]+$' }), Type.Null()]) })
 
 export type CachedAnswer = Static<typeof CachedAnswer>
-export type HeldBody = Static<typeof HeldBody>
+export type HeldProjection = Static<typeof HeldProjection>
 export type BudgetState = Static<typeof BudgetState>
-export type AccountInstallation = Static<typeof AccountInstallation>
+export type RememberedLookup = Static<typeof RememberedLookup>
 
 /** The kinds of stored entries, as `forge_shared_entries_rejected_total{kind}` names them. */
 export type StoredKind = 'answer' | 'held' | 'budget' | 'installation'
@@ -84,7 +84,7 @@ function storedEntry<Schema extends TSchema>(kind: StoredKind, schema: Schema): 
 
 export const storedEntries = {
   answer: storedEntry('answer', CachedAnswer),
-  held: storedEntry('held', HeldBody),
+  held: storedEntry('held', HeldProjection),
   budget: storedEntry('budget', BudgetState),
-  installation: storedEntry('installation', AccountInstallation),
+  installation: storedEntry('installation', RememberedLookup),
 }

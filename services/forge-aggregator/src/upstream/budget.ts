@@ -1,9 +1,12 @@
 import type { IncomingHttpHeaders } from 'node:http'
-import type { Dispatcher } from 'undici'
 import { storedEntries, type BudgetState } from '../shared-cache/stored.ts'
 import type { SharedStore } from '../shared-cache/store.ts'
-import { BudgetSpent, retryAfterSeconds } from './errors.ts'
 import type { RequestContext } from './request-context.ts'
+
+/**
+ * The upstream's rate limits as this service keeps count of them (docs/design.md, "Rate-limit
+ * budget"): one budget per credential, fed by every answer, shared by the replicas through Redis.
+ */
 
 export type { BudgetState } from '../shared-cache/stored.ts'
 
@@ -28,28 +31,14 @@ export interface RateLimitBudgetOptions {
   keyPrefix?: string
 }
 
-declare module 'undici' {
-  // eslint-disable-next-line @typescript-eslint/no-namespace -- undici declares its dispatch options in this namespace: merging is how an interceptor adds one
-  namespace Dispatcher {
-    /** What `ForgeClient.get` tells the budget interceptor with every call. */
-    interface DispatchOptions {
-      /** The resource the call spends (`resourceOfPath`). */
-      rateLimitResource?: RateLimitResource
-      /** The request the call is made for: one that revalidates may be refused below the reserve. */
-      requestContext?: RequestContext
-      /** The budget of the credential the call goes with, when it is not the interceptor's own (a public App's installation). */
-      rateLimitBudget?: RateLimitBudget
-    }
-  }
-}
-
 /**
  * The upstream's rate-limit budget, from the `X-RateLimit-*` headers of every answer
  * (docs/design.md, "Rate-limit budget").
  * GitHub asks integrations to stop calling a spent resource until it resets ("continuing may
  * result in the banning of your integration"), so a spent resource is not called at all.
  * With a shared store, every replica's answers feed one budget: a limit one replica hit is
- * respected by all. It is applied in one place, `budgetInterceptor`, below.
+ * respected by all. It is applied in one place, the client's `send`: before each call, and with
+ * each answer.
  */
 export class RateLimitBudget {
   readonly #options: RateLimitBudgetOptions
@@ -67,17 +56,8 @@ export class RateLimitBudget {
     const resource = resourceOf(called, headers)
     if (!resource) return
     const now = this.#options.now()
-    const before = this.#states.get(resource)
-    const limit = integerHeader(headers['x-ratelimit-limit'])
-    const remaining = integerHeader(headers['x-ratelimit-remaining'])
-    const reset = integerHeader(headers['x-ratelimit-reset'])
-    if (limit === undefined && remaining === undefined && retryAfterSeconds === undefined) return
-    const state: BudgetState = {
-      limit: limit ?? before?.limit ?? 0,
-      remaining: remaining ?? before?.remaining ?? Number.MAX_SAFE_INTEGER,
-      resetAt: reset === undefined ? (before?.resetAt ?? 0) : reset * 1000,
-      blockedUntil: Math.max(before?.blockedUntil ?? 0, retryAfterSeconds === undefined ? 0 : now + retryAfterSeconds * 1000),
-    }
+    const state = stateAfter(this.#states.get(resource), headers, now, retryAfterSeconds)
+    if (!state) return
     this.#set(resource, state)
     const expiresAt = Math.max(state.resetAt, state.blockedUntil)
     if (expiresAt > now) void this.#options.store?.set(`${this.#prefix}${resource}`, JSON.stringify(state), expiresAt - now)
@@ -124,20 +104,9 @@ export class RateLimitBudget {
     return state.remaining < state.limit * this.#options.reserve
   }
 
-  /** Keeps the later window, and within one window the lower remaining and the later block. */
   #merge(resource: RateLimitResource, theirs: BudgetState): void {
-    const ours = this.#states.get(resource)
-    if (ours && ours.resetAt > theirs.resetAt) return
-    if (!ours || theirs.resetAt > ours.resetAt) {
-      this.#set(resource, theirs)
-      return
-    }
-    this.#set(resource, {
-      limit: Math.max(ours.limit, theirs.limit),
-      remaining: Math.min(ours.remaining, theirs.remaining),
-      resetAt: ours.resetAt,
-      blockedUntil: Math.max(ours.blockedUntil, theirs.blockedUntil),
-    })
+    const merged = mergedState(this.#states.get(resource), theirs)
+    if (merged) this.#set(resource, merged)
   }
 
   #set(resource: RateLimitResource, state: BudgetState): void {
@@ -146,42 +115,29 @@ export class RateLimitBudget {
   }
 }
 
-/**
- * The one place the budget is applied, as the outermost interceptor of the client's dispatcher: a
- * call the budget forbids fails with `BudgetSpent` before anything is sent, and every answer that
- * comes back, a 304 included, is recorded (with its wait when it is a rate limit). A call that does
- * not say what it spends is taken for a core call that revalidates nothing; one that does not say
- * whose budget it spends spends `budget`.
- */
-export function budgetInterceptor(budget: RateLimitBudget, now: () => number): Dispatcher.DispatcherComposeInterceptor {
-  return (dispatch) => (opts, handler) => {
-    const resource = opts.rateLimitResource ?? 'core'
-    const spending = opts.rateLimitBudget ?? budget
-    const resumesAt = spending.resumesAt(resource, opts.requestContext)
-    if (resumesAt !== undefined) throw BudgetSpent.until(resumesAt, now())
+/** What one answer's rate-limit headers (and its wait, when it was a rate limit) make of `before`; undefined when they say nothing. */
+function stateAfter(before: BudgetState | undefined, headers: IncomingHttpHeaders, now: number, retryAfterSeconds: number | undefined): BudgetState | undefined {
+  const limit = integerHeader(headers['x-ratelimit-limit'])
+  const remaining = integerHeader(headers['x-ratelimit-remaining'])
+  const reset = integerHeader(headers['x-ratelimit-reset'])
+  if (limit === undefined && remaining === undefined && retryAfterSeconds === undefined) return undefined
+  return {
+    limit: limit ?? before?.limit ?? 0,
+    remaining: remaining ?? before?.remaining ?? Number.MAX_SAFE_INTEGER,
+    resetAt: reset === undefined ? (before?.resetAt ?? 0) : reset * 1000,
+    blockedUntil: Math.max(before?.blockedUntil ?? 0, retryAfterSeconds === undefined ? 0 : now + retryAfterSeconds * 1000),
+  }
+}
 
-    let statusCode = 0
-    let headers: IncomingHttpHeaders = {}
-    let text = ''
-    const isRateLimit = () => statusCode === 403 || statusCode === 429
-    return dispatch(opts, {
-      onRequestStart: (controller, context) => handler.onRequestStart?.(controller, context),
-      onResponseError: (controller, error) => handler.onResponseError?.(controller, error),
-      onResponseStart(controller, status, responseHeaders, statusMessage) {
-        statusCode = status
-        headers = responseHeaders
-        if (!isRateLimit()) spending.record(resource, headers)
-        return handler.onResponseStart?.(controller, status, responseHeaders, statusMessage)
-      },
-      onResponseData(controller, chunk) {
-        if (isRateLimit() && text.length < 4096) text += chunk.toString()
-        return handler.onResponseData?.(controller, chunk)
-      },
-      onResponseEnd(controller, trailers) {
-        if (isRateLimit()) spending.record(resource, headers, retryAfterSeconds(statusCode, headers, text, now()))
-        return handler.onResponseEnd?.(controller, trailers)
-      },
-    })
+/** Another replica's state beside ours: the later window, and within one window the lower remaining and the later block; undefined when ours stands. */
+function mergedState(ours: BudgetState | undefined, theirs: BudgetState): BudgetState | undefined {
+  if (ours && ours.resetAt > theirs.resetAt) return undefined
+  if (!ours || theirs.resetAt > ours.resetAt) return theirs
+  return {
+    limit: Math.max(ours.limit, theirs.limit),
+    remaining: Math.min(ours.remaining, theirs.remaining),
+    resetAt: ours.resetAt,
+    blockedUntil: Math.max(ours.blockedUntil, theirs.blockedUntil),
   }
 }
 

@@ -1,6 +1,10 @@
 import { AsyncLocalStorage } from 'node:async_hooks'
 import { interceptors, type Dispatcher } from 'undici'
-import { budgetInterceptor, type RateLimitBudget } from './budget.ts'
+
+/**
+ * The undici interceptors under every upstream call (redirects, retries, deduplication), in the
+ * order the client's dispatcher composes them.
+ */
 
 // Retries only what a retry can fix, within the call's deadline: undici's default (5 tries,
 // up to 30 s apart, 429 included) would outlive a 10 s deadline and retry rate limits.
@@ -40,10 +44,9 @@ const REDIRECT = interceptors.redirect({ maxRedirections: 3 })
 
 /**
  * The interceptors of the client's dispatcher, innermost first: `compose` wraps each around the
- * ones before it, so the last is outermost. The budget first decides whether a call may be made
- * at all and sees every answer; then concurrent identical GETs are deduplicated, sharing one call
- * and its retries.
+ * ones before it, so the last is outermost. Concurrent identical GETs are deduplicated first,
+ * sharing one call and its retries. (The budget is applied above them all, by the client.)
  */
-export function upstreamInterceptors(budget: RateLimitBudget, now: () => number): Dispatcher.DispatcherComposeInterceptor[] {
-  return [REDIRECT, IN_CALLERS_CONTEXT, RETRY, interceptors.deduplicate(), budgetInterceptor(budget, now)]
+export function upstreamInterceptors(): Dispatcher.DispatcherComposeInterceptor[] {
+  return [REDIRECT, IN_CALLERS_CONTEXT, RETRY, interceptors.deduplicate()]
 }

@@ -1,6 +1,11 @@
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client'
 import type { BudgetState, RateLimitResource } from './budget.ts'
-import type { LookupOutcome } from './installations.ts'
+import type { LookupOutcome } from '../credentials/installation-lookup.ts'
+
+/**
+ * The upstream client's metrics (docs/monitoring.md, "Metrics"): its calls, their credentials, the
+ * budget they leave, a public App's lookups and tokens.
+ */
 
 /**
  * Whose credential a call goes with: none, a personal token, the App's default installation (the
@@ -20,8 +25,8 @@ export interface UpstreamMetrics {
   observeCredential: (kind: CredentialKind, outcome: 'sent' | 'budget_spent') => void
   /** One lookup of an account's installation of a public App. */
   observeLookup: (outcome: LookupOutcome) => void
-  /** How many installation tokens the process holds, read at each scrape. */
-  countHeldTokens: (count: () => number) => void
+  /** How many installation tokens the process has in memory, read at each scrape. */
+  countTokensInMemory: (count: () => number) => void
 }
 
 /**
@@ -86,7 +91,7 @@ export function createUpstreamMetrics(registry: Registry, reserve: number): Upst
     observeCredential: (credential, outcome) => credentialCalls.inc({ credential, outcome }),
     observeLookup: (outcome) => lookups.inc({ outcome }),
     // Counted where the tokens are, at each scrape: one client per app registers it once.
-    countHeldTokens: (count) =>
+    countTokensInMemory: (count) =>
       void new Gauge({
         name: 'forge_app_installation_tokens_held',
         help: 'GitHub App installation tokens this process holds (in memory only)',

@@ -1,9 +1,8 @@
 import type { FastifyBaseLogger } from 'fastify'
 
 /**
- * The request the upstream is asked for. The response cache makes it once per production, and it
- * goes as it is through the service and the client to the budget interceptor, which reads it from
- * the dispatch options (`requestContext`, declared beside the interceptor in `budget.ts`).
+ * The request the upstream is asked for: the response cache makes it once per production, and it
+ * goes as it is through the service to the client, whose credential and budget read it.
  */
 export interface RequestContext {
   /** The request's logger: every line about its upstream calls carries its request id. */

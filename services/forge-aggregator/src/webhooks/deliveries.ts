@@ -7,8 +7,13 @@ import type { RedisSubscriber } from '@repo/service-kit'
 import type { ResponseCache } from '../cache/response-cache.ts'
 import type { SharedCache } from '../shared-cache/plugin.ts'
 import { parseJson } from '../parse-json.ts'
-import type { AccountChange } from '../upstream/installations.ts'
-import type { Drops, InstallationChanges } from './events.ts'
+import type { Credentials } from '../credentials/credentials.ts'
+import type { Drops } from './events.ts'
+
+/**
+ * How a verified delivery is applied once (docs/webhooks.md, "Repeats"): remembered, its drops
+ * done here and, with a shared Redis, announced to every replica.
+ */
 
 /** GitHub lets a delivery be redelivered for 3 days: a repeat is recognised that long. */
 export const DELIVERY_MEMORY_SECONDS = 3 * 24 * 60 * 60
@@ -40,17 +45,16 @@ export interface Deliveries {
 
 export interface DeliveriesOptions {
   cache: ResponseCache
-  /** Forgets the installation token (`ForgeClient.forgetInstallationToken`). */
-  forgetInstallationToken: () => void
-  /** A public App's installations (`ForgeClient.installationsChanged` and `recordInstallations`). */
-  installations: {
-    changed(changes: InstallationChanges): void
-    record(accounts: readonly AccountChange[]): Promise<void>
-  }
+  /** What a delivery changes of the credentials: the default token forgotten, a public App's installations. */
+  credentials: Pick<Credentials, 'forgetDefaultToken' | 'installationsChanged' | 'recordInstallations'>
   logger: FastifyBaseLogger
 }
 
-/** One message on the drops channel: the keys, the token, and the replica that sent it (it has done them). */
+/**
+ * One message on the drops channel: the keys, whether the default installation's token goes, and
+ * the replica that sent it (it has done them). `installationToken` is that boolean's name on the
+ * wire, which versions running beside this one read.
+ */
 const DropMessage = TypeCompiler.Compile(
   Type.Object({
     from: Type.String(),
@@ -82,15 +86,15 @@ export function createDeliveries(options: DeliveriesOptions & { shared: SharedCa
 }
 
 /** Without a shared Redis: deliveries are remembered in this process (bounded) and drop its answers. */
-export function createLocalDeliveries({ cache, forgetInstallationToken, installations }: DeliveriesOptions): Deliveries {
+export function createLocalDeliveries({ cache, credentials }: DeliveriesOptions): Deliveries {
   const seen = new LRUCache<string, true>({ max: LOCAL_DELIVERIES, ttl: DELIVERY_MEMORY_SECONDS * 1000 })
   return {
     isRepeat: async ({ id, digest }) => seen.has(`id:${id}`) || seen.has(`body:${digest}`),
     async apply({ id, digest }, drops) {
       seen.set(`id:${id}`, true).set(`body:${digest}`, true)
       const dropping = Promise.all(drops.keys.map((key) => cache.dropEverywhere(key)))
-      if (drops.installationToken) forgetInstallationToken()
-      if (drops.installations) installations.changed(drops.installations)
+      if (drops.forgetsDefaultToken) credentials.forgetDefaultToken()
+      if (drops.installations) credentials.installationsChanged(drops.installations)
       return (await dropping).filter((age) => age !== undefined)
     },
   }
@@ -104,7 +108,7 @@ export function createLocalDeliveries({ cache, forgetInstallationToken, installa
  * hit costs nothing more: no replica asks Redis about drops.
  */
 export function createSharedDeliveries(options: DeliveriesOptions & { shared: Pick<SharedCache, 'connection' | 'keyFor'> }): Deliveries {
-  const { cache, forgetInstallationToken, installations, shared } = options
+  const { cache, credentials, shared } = options
   const { connection } = shared
   const channel = shared.keyFor('drops')
   const replica = randomUUID()
@@ -119,12 +123,12 @@ export function createSharedDeliveries(options: DeliveriesOptions & { shared: Pi
     async apply(delivery, drops) {
       // Every answer is dropped in memory before the first command to Redis is sent.
       const dropping = Promise.all(drops.keys.map((key) => cache.dropEverywhere(key)))
-      if (drops.installationToken) forgetInstallationToken()
+      if (drops.forgetsDefaultToken) credentials.forgetDefaultToken()
       // An installation gone stops being used here at once, and on the others once Redis says so.
       const changes = drops.installations
-      if (changes) installations.changed(changes)
-      const [ages] = await Promise.all([dropping, changes && installations.record(changes.accounts)])
-      const message = JSON.stringify({ from: replica, keys: drops.keys, installationToken: drops.installationToken, installations: changes })
+      if (changes) credentials.installationsChanged(changes)
+      const [ages] = await Promise.all([dropping, changes && credentials.recordInstallations(changes.accounts)])
+      const message = JSON.stringify({ from: replica, keys: drops.keys, installationToken: drops.forgetsDefaultToken, installations: changes })
       await connection.run('EVAL', (client) =>
         client.eval(REMEMBER_AND_ANNOUNCE, { keys: keysOf(delivery), arguments: [String(DELIVERY_MEMORY_SECONDS), channel, message] }),
       )
@@ -139,7 +143,7 @@ export function createSharedDeliveries(options: DeliveriesOptions & { shared: Pi
  * is back every answer in memory is made stale; so is every answer on a message it cannot read.
  */
 function listenForDrops(subscriber: RedisSubscriber, options: DeliveriesOptions & { channel: string; replica: string }): void {
-  const { cache, forgetInstallationToken, installations, logger, channel, replica } = options
+  const { cache, credentials, logger, channel, replica } = options
   let lost = false
   subscriber.on('error', () => (lost = true))
   subscriber.on('ready', () => {
@@ -166,8 +170,8 @@ function listenForDrops(subscriber: RedisSubscriber, options: DeliveriesOptions 
     }
     if (message.from === replica) return
     for (const key of message.keys) cache.drop(key)
-    if (message.installationToken) forgetInstallationToken()
-    if (message.installations) installations.changed(message.installations)
-    logger.debug({ keys: message.keys.length, installationToken: message.installationToken }, 'webhook drops heard from another replica')
+    if (message.installationToken) credentials.forgetDefaultToken()
+    if (message.installations) credentials.installationsChanged(message.installations)
+    logger.debug({ keys: message.keys.length, forgetsDefaultToken: message.installationToken }, 'webhook drops heard from another replica')
   }
 }

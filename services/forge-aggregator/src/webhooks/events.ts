@@ -1,6 +1,11 @@
 import { Type, type TSchema } from '@sinclair/typebox'
 import { TypeCompiler } from '@sinclair/typebox/compiler'
-import type { AccountChange } from '../upstream/installations.ts'
+import type { InstallationChanges } from '../credentials/credentials.ts'
+
+/**
+ * What each webhook event changes (docs/webhooks.md, "What a delivery drops"): the answers it
+ * drops, and the credentials it changes.
+ */
 
 /**
  * What one delivery drops (docs/webhooks.md, "What a delivery drops"): the cache keys of the
@@ -11,17 +16,10 @@ export interface Drops {
   /** The account the delivery is about, for the log line: a login, never more of the payload. */
   owner: string | undefined
   keys: string[]
-  installationToken: boolean
+  /** Whether the default installation's token goes (it was deleted or suspended). */
+  forgetsDefaultToken: boolean
   /** A public App's installation changes: what every replica applies (`InstallationChanges`). */
   installations?: InstallationChanges
-}
-
-/** What an `installation` delivery changes for a public App. */
-export interface InstallationChanges {
-  /** Accounts whose installation changed: the installation they have now, or none. */
-  accounts: AccountChange[]
-  /** Installations whose tokens go (uninstalled or suspended). */
-  forget: string[]
 }
 
 /** The events this service acts on, and `ping`, which GitHub sends when a webhook is set up. */
@@ -54,7 +52,7 @@ const ForkPayload = compile(Type.Object({ repository: Repository, forkee: Reposi
 const IssuePayload = compile(Type.Object({ action: Type.String(), issue: Type.Object({ user: Account }) }))
 const PullRequestPayload = compile(Type.Object({ action: Type.String(), pull_request: Type.Object({ user: Account }) }))
 const InstallationPayload = compile(Type.Object({ action: Type.String(), installation: Type.Object({ id: Type.Integer() }) }))
-const AccountInstallationPayload = compile(Type.Object({ action: Type.String(), installation: Type.Object({ id: Type.Integer(), account: Account }) }))
+const InstallationOnAccountPayload = compile(Type.Object({ action: Type.String(), installation: Type.Object({ id: Type.Integer(), account: Account }) }))
 /** An account that installed the App renamed: its installation, its new login and its old one. */
 const RenamedPayload = compile(
   Type.Object({
@@ -80,7 +78,7 @@ function ownerKeys(owner: string, repository: string): string[] {
   return [`users/${login}`, `repos/${login}`, `repo/${login}/${repository.toLowerCase()}`]
 }
 
-const answersOf = (owner: string, keys: string[]): Drops => ({ owner, keys: [...new Set(keys)], installationToken: false })
+const answersOf = (owner: string, keys: string[]): Drops => ({ owner, keys: [...new Set(keys)], forgetsDefaultToken: false })
 
 /**
  * The drops of a delivery of `event` with `payload` (parsed JSON), or undefined when it changes
@@ -116,7 +114,7 @@ export function dropsFor(event: string, payload: unknown, installationId: string
   if (event === 'installation' && InstallationPayload.Check(payload) && INSTALLATION_ACTIONS.has(payload.action)) {
     // An App may be installed on many accounts: only ours holds a token here.
     if (String(payload.installation.id) !== installationId) return undefined
-    return { owner: undefined, keys: [], installationToken: true }
+    return { owner: undefined, keys: [], forgetsDefaultToken: true }
   }
   return undefined
 }
@@ -135,7 +133,7 @@ function installationDrops(event: string, payload: unknown, installationId: stri
     return {
       owner: account.login,
       keys: [`users/${old}`, `repos/${old}`],
-      installationToken: false,
+      forgetsDefaultToken: false,
       installations: {
         accounts: [
           { login: changes.login.from, installation: null },
@@ -145,16 +143,16 @@ function installationDrops(event: string, payload: unknown, installationId: stri
       },
     }
   }
-  if (!AccountInstallationPayload.Check(payload)) return undefined
+  if (!InstallationOnAccountPayload.Check(payload)) return undefined
   const { action } = payload
   const installation = String(payload.installation.id)
   const login = payload.installation.account.login
-  if (LIVE_INSTALLATION_ACTIONS.has(action)) return { owner: login, keys: [], installationToken: false, installations: { accounts: [{ login, installation }], forget: [] } }
+  if (LIVE_INSTALLATION_ACTIONS.has(action)) return { owner: login, keys: [], forgetsDefaultToken: false, installations: { accounts: [{ login, installation }], forget: [] } }
   if (!INSTALLATION_ACTIONS.has(action)) return undefined
   return {
     owner: login,
     keys: [],
-    installationToken: installation === installationId,
+    forgetsDefaultToken: installation === installationId,
     installations: { accounts: [{ login, installation: null }], forget: [installation] },
   }
 }

@@ -2,6 +2,11 @@ import { Counter, Histogram, type Registry } from 'prom-client'
 import { KNOWN_EVENTS } from './events.ts'
 
 /**
+ * The webhook route's metrics (docs/monitoring.md, "Metrics"): deliveries by event and outcome,
+ * and the age of the answers they dropped.
+ */
+
+/**
  * What became of one delivery: applied (its drops are done), a repeat, ignored (nothing this
  * service answers changed), bad_signature (unsigned, wrongly signed, or a body over the bound:
  * 401), malformed (signed, but not JSON or without its event and delivery id: 401), failed (the

@@ -39,6 +39,15 @@ export interface PublicAppUpstream {
   lookups: string[]
   /** When set, every lookup is answered this status (GitHub in trouble). */
   lookupStatus: number | undefined
+  /** When set, every account call with a live token is answered this status, its message quoting the token (a gateway echoing the request). */
+  failWith: number | undefined
+  /**
+   * Account calls whose path `matches` are answered only once `until` settles. Their token is
+   * judged when they arrive, as GitHub does with a request it has accepted; `failWith` when the answer goes.
+   */
+  holdAnswers(matches: (path: string) => boolean, until: Promise<unknown>): void
+  /** Paths of the calls held so far (`holdAnswers`), as they arrived. */
+  heldCalls: string[]
   /** Every secret the fake gave out or was sent: tokens and JWTs. */
   secrets(): string[]
   /** Calls per credential and kind of path, as the closing note's table prints them. */
@@ -69,12 +78,16 @@ export async function startPublicAppUpstream(t: Test, clock: TestClock): Promise
   const live = new Map<string, { installation: string; expiresAt: number }>()
   const jwts: string[] = []
   const anonymous: FakeInstallation = { login: '', suspended: false, core: 60, search: 10 }
+  const holds: Array<{ matches: (path: string) => boolean; until: Promise<unknown> }> = []
   const upstream: Omit<PublicAppUpstream, 'url' | 'env'> = {
     installations: new Map(),
     calls: [],
     minted: new Map(),
     lookups: [],
     lookupStatus: undefined,
+    failWith: undefined,
+    holdAnswers: (matches, until) => void holds.push({ matches, until }),
+    heldCalls: [],
     secrets: () => [...[...upstream.minted.values()].flat(), ...jwts],
     table() {
       const credentials = [...new Set(upstream.calls.map((call) => call.credential))].sort()
@@ -120,11 +133,11 @@ export async function startPublicAppUpstream(t: Test, clock: TestClock): Promise
     json(response, 201, { token, expires_at: new Date(expiresAt).toISOString().replace(/\.\d{3}Z$/, 'Z') })
   }
 
-  function answerCall(url: URL, authorization: string, response: ServerResponse): void {
+  function answerCall(url: URL, authorization: string, response: ServerResponse, arrivedAt = clock.now()): void {
     const token = authorization.replace(/^Bearer /, '')
     const held = live.get(token)
     const installation = held && upstream.installations.get(held.installation)
-    if (authorization !== '' && (!held || !installation || installation.suspended || clock.now() >= held.expiresAt)) {
+    if (authorization !== '' && (!held || !installation || installation.suspended || arrivedAt >= held.expiresAt)) {
       return json(response, 401, { message: `Bad credentials: ${authorization}` })
     }
     const quota = installation ?? anonymous
@@ -141,6 +154,7 @@ export async function startPublicAppUpstream(t: Test, clock: TestClock): Promise
     quota[resource] -= 1
     const headers = { 'x-ratelimit-limit': limit, 'x-ratelimit-remaining': String(quota[resource]), 'x-ratelimit-reset': reset, 'x-ratelimit-resource': resource }
     upstream.calls.push({ credential, path, status: 200 })
+    if (upstream.failWith !== undefined) return json(response, upstream.failWith, { message: `Upstream trouble with ${authorization}` }, headers)
     const user = /^\/users\/([^/]+)$/.exec(url.pathname)?.[1]
     if (user) return json(response, 200, makeUser(user, { public_repos: 2 }), headers)
     const owner = /^\/users\/([^/]+)\/repos$/.exec(url.pathname)?.[1]
@@ -154,7 +168,12 @@ export async function startPublicAppUpstream(t: Test, clock: TestClock): Promise
     const url = new URL(request.url ?? '/', 'http://localhost')
     const authorization = request.headers.authorization ?? ''
     if (url.pathname.startsWith('/app/') || /^\/users\/[^/]+\/installation$/.test(url.pathname)) return answerApp(request.method ?? '', url.pathname, authorization, response)
-    answerCall(url, authorization, response)
+    const held = holds.filter((hold) => hold.matches(url.pathname + url.search)).map((hold) => hold.until)
+    if (held.length === 0) return answerCall(url, authorization, response)
+    // Judged now, answered later: a token live on arrival is answered as live.
+    const arrivedAt = clock.now()
+    upstream.heldCalls.push(url.pathname + url.search)
+    void Promise.allSettled(held).then(() => answerCall(url, authorization, response, arrivedAt))
   })
   const env: TestEnv = { FORGE_API_URL: server.url, FORGE_APP_ID: PUBLIC_APP_ID, FORGE_APP_PRIVATE_KEY: privateKeyPem, FORGE_APP_PUBLIC: 'true' }
   return Object.assign(upstream, { url: server.url, env })

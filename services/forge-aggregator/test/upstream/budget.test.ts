@@ -1,6 +1,5 @@
 import t from 'tap'
-import { MockAgent } from 'undici'
-import { budgetInterceptor, RateLimitBudget, resourceOfPath } from '../../src/upstream/budget.ts'
+import { RateLimitBudget, resourceOfPath } from '../../src/upstream/budget.ts'
 import type { SharedStore } from '../../src/shared-cache/store.ts'
 
 /** Whether a revalidation would be refused though the resource is not spent: below the reserve. */
@@ -44,22 +43,6 @@ t.test('remaining 0 blocks the resource until its reset, and no longer', async (
   t.equal(budget.resumesAt('core'), reset * 1000)
   advance(100_000)
   t.equal(budget.resumesAt('core'), undefined)
-})
-
-t.test('a call dispatched without saying what it spends is budgeted as a core call that revalidates nothing', async (t) => {
-  const { budget, now, nowSeconds } = budgetOn(0.1)
-  const agent = new MockAgent()
-  agent.disableNetConnect()
-  t.teardown(() => agent.close())
-  const origin = 'http://upstream.test'
-  const belowReserve = { 'x-ratelimit-limit': '5000', 'x-ratelimit-remaining': '1', 'x-ratelimit-reset': String(nowSeconds() + 60) }
-  agent.get(origin).intercept({ path: '/search/issues' }).reply(200, '{}', { headers: belowReserve })
-  const dispatcher = agent.compose(budgetInterceptor(budget, now))
-  await (await dispatcher.request({ origin, path: '/search/issues', method: 'GET' })).body.dump()
-  t.ok(isBelowReserve(budget), 'its answer was recorded against core')
-  agent.get(origin).intercept({ path: '/users/a' }).reply(200, '{}', { headers: { ...belowReserve, 'x-ratelimit-remaining': '0' } })
-  t.equal((await dispatcher.request({ origin, path: '/users/a', method: 'GET' })).statusCode, 200, 'made below the reserve')
-  await t.rejects(dispatcher.request({ origin, path: '/users/b', method: 'GET' }), { name: 'BudgetSpent' }, 'not made once core is spent')
 })
 
 t.test('a rate limit with Retry-After blocks the resource for that long even with calls left', async (t) => {

@@ -1,13 +1,10 @@
 import t, { type Test } from 'tap'
 import nock from 'nock'
-import { eventually } from '@repo/test-support'
 import { pino } from 'pino'
 import { Type } from '@sinclair/typebox'
 import { TypeCompiler } from '@sinclair/typebox/compiler'
-import { upstreamPath } from '../../src/upstream/client.ts'
-import { UpstreamFailure, UpstreamNotFound, UpstreamRateLimited } from '../../src/upstream/errors.ts'
+import { UpstreamFailure, UpstreamRateLimited } from '../../src/upstream/errors.ts'
 import { buildAggregator, testClock, type TestClock, type TestEnv } from '../helpers/build.ts'
-import { startLocalUpstream } from '../helpers/local-upstream.ts'
 import { API, PINNED_HEADERS, RESOURCE_HEADERS, recordUnexpectedCalls } from '../helpers/upstream.ts'
 
 t.afterEach(() => {
@@ -31,17 +28,6 @@ async function openClient(t: Test, env: TestEnv = {}, clock: TestClock = testClo
   const { app } = await buildAggregator(t, { env: { FORGE_BUDGET_RESERVE: 0, FORGE_TIMEOUT_MS: 2_000, ...env }, clock })
   return app.forge.client
 }
-
-t.test('upstreamPath percent-encodes every interpolated value as one segment', async (t) => {
-  t.equal(upstreamPath`/repos/${'a b'}/${'c/d?e#f'}`, '/repos/a%20b/c%2Fd%3Fe%23f')
-  t.equal(upstreamPath`/users/${'mona'}/repos`, '/users/mona/repos')
-})
-
-t.test('upstreamPath refuses segments that would change the path: empty, . and ..', async (t) => {
-  for (const segment of ['', '.', '..']) {
-    t.throws(() => upstreamPath`/repos/octocat/${segment}`, TypeError, JSON.stringify(segment))
-  }
-})
 
 t.test('every request carries the pinned version, the vnd.github Accept and a User-Agent, and no Authorization without a token', async (t) => {
   const client = await openClient(t)
@@ -69,136 +55,6 @@ t.test('a GitHub Enterprise base URL keeps its /api/v3 prefix', async (t) => {
   const scope = nock('https://ghe.example.com').get('/api/v3/users/mona').reply(200, { login: 'mona' })
   await client.get('/users/mona', BODY)
   scope.done()
-})
-
-t.test('404 becomes UpstreamNotFound, 403 and 429 UpstreamRateLimited, 401 UpstreamFailure', async (t) => {
-  nock(API).get('/a').reply(404, { message: 'Not Found' })
-  nock(API).get('/b').reply(403, { message: 'Forbidden' })
-  nock(API).get('/c').reply(429, { message: 'Too Many Requests' })
-  nock(API).get('/d').reply(401, { message: 'Bad credentials' })
-  // A 429 stops every later call until it has been waited out: each call gets a client of its own.
-  await t.rejects((await openClient(t)).get('/a', BODY), UpstreamNotFound)
-  await t.rejects((await openClient(t)).get('/b', BODY), UpstreamRateLimited)
-  await t.rejects((await openClient(t)).get('/c', BODY), UpstreamRateLimited)
-  await t.rejects((await openClient(t)).get('/d', BODY), new UpstreamFailure('Upstream responded 401: Bad credentials', 401))
-})
-
-t.test('Retry-After is the upstream Retry-After (seconds or date), else the reset when nothing remains, else 60 for a 429 or a secondary limit', async (t) => {
-  // One clock for every client: a rate limit stops later calls, so each path is asked of a client of its own.
-  const clock = testClock()
-  const now = clock.now()
-  const nowSeconds = now / 1000
-  const spent = { 'x-ratelimit-remaining': '0' }
-  nock(API).get('/seconds').reply(403, {}, { 'retry-after': '42', 'x-ratelimit-reset': '1', ...spent })
-  nock(API).get('/date').reply(429, {}, { 'retry-after': new Date(now + 30_000).toUTCString() })
-  nock(API).get('/reset').reply(403, {}, { 'x-ratelimit-reset': String(nowSeconds + 90), ...spent })
-  nock(API).get('/past').reply(403, {}, { 'x-ratelimit-reset': String(nowSeconds - 10), ...spent })
-  nock(API).get('/forbidden').reply(403, { message: 'Resource not accessible' }, { 'x-ratelimit-reset': String(nowSeconds + 3000), 'x-ratelimit-remaining': '4000' })
-  nock(API).get('/too-many').reply(429, {}, { 'x-ratelimit-reset': String(nowSeconds + 3000), 'x-ratelimit-remaining': '12' })
-  nock(API).get('/secondary').reply(403, { message: 'You have exceeded a secondary rate limit.' })
-  nock(API).get('/none').reply(403, {})
-  const retryAfter = async (path: string) =>
-    ((await (await openClient(t, {}, clock)).get(path, BODY).catch((error: unknown) => error)) as UpstreamRateLimited).retryAfterSeconds
-  t.equal(await retryAfter('/seconds'), 42)
-  t.equal(await retryAfter('/date'), 30)
-  t.equal(await retryAfter('/reset'), 90)
-  t.equal(await retryAfter('/past'), 0)
-  t.equal(await retryAfter('/forbidden'), undefined, 'a plain forbidden with quota left gives no advice')
-  t.equal(await retryAfter('/too-many'), 60)
-  t.equal(await retryAfter('/secondary'), 60)
-  t.equal(await retryAfter('/none'), undefined)
-})
-
-t.test("a secondary rate limit known only from its body blocks every call for GitHub's minute", async (t) => {
-  const clock = testClock()
-  const client = await openClient(t, {}, clock)
-  const unexpected = recordUnexpectedCalls(t)
-  nock(API).get('/secondary').reply(403, { message: 'You have exceeded a secondary rate limit.' }, { 'x-ratelimit-remaining': '4000' })
-  await client.get('/secondary', BODY).catch(() => undefined)
-  clock.advance(59_000)
-  await t.rejects(client.get('/users/a', BODY), { name: 'BudgetSpent', retryAfterSeconds: 1 })
-  clock.advance(1_001)
-  nock(API).get('/users/a').reply(200, { login: 'a' })
-  t.same(await client.get('/users/a', BODY), { login: 'a' })
-  t.same(unexpected, [])
-})
-
-t.test('502, 503 and 504 are retried twice with backoff, then answered as they are', async (t) => {
-  const client = await openClient(t)
-  for (const status of [502, 503, 504]) {
-    const scope = nock(API).get(`/flaky-${status}`).times(2).reply(status, { message: 'try again' }).get(`/flaky-${status}`).reply(200, { ok: true })
-    t.same(await client.get(`/flaky-${status}`, BODY), { ok: true }, `${status} then 200`)
-    scope.done()
-  }
-  const scope = nock(API).get('/down').times(3).reply(503, { message: 'Service Unavailable' })
-  await t.rejects(client.get('/down', BODY), new UpstreamFailure('Upstream responded 503: Service Unavailable', 503))
-  scope.done()
-})
-
-t.test('403, 429, 404, 401 and 500 are never retried', async (t) => {
-  const unexpected = recordUnexpectedCalls(t)
-  for (const status of [403, 429, 404, 401, 500]) {
-    const scope = nock(API).get(`/once-${status}`).once().reply(status, { message: 'no' })
-    await (await openClient(t)).get(`/once-${status}`, BODY).catch(() => undefined)
-    scope.done()
-  }
-  t.same(unexpected, [], 'one call each')
-})
-
-t.test('a connection reset is retried', async (t) => {
-  const upstream = await startLocalUpstream(t, (request, response, index) => {
-    if (index === 0) request.socket.destroy()
-    else response.end(JSON.stringify({ ok: true }))
-  })
-  const client = await openClient(t, { FORGE_API_URL: upstream.url })
-  t.same(await client.get('/reset-once', BODY), { ok: true })
-  t.equal(upstream.requests.length, 2)
-})
-
-t.test('concurrent identical GETs share one upstream call', async (t) => {
-  const client = await openClient(t)
-  // The one call is answered once it has reached the upstream: all ten were made before it could be.
-  const { promise: reached, resolve: reachedUpstream } = Promise.withResolvers<void>()
-  const scope = nock(API)
-    .get('/users/mona')
-    .once()
-    .reply(async () => {
-      reachedUpstream()
-      return [200, { login: 'mona' }]
-    })
-  const gets = Array.from({ length: 10 }, () => client.get('/users/mona', BODY))
-  await reached
-  const bodies = await Promise.all(gets)
-  t.same(new Set(bodies.map((body) => JSON.stringify(body))), new Set([JSON.stringify({ login: 'mona' })]))
-  scope.done()
-})
-
-// compose() wraps each interceptor around the ones before it (the last is outermost): with
-// deduplication outside retry, a request arriving while the first one waits out its backoff
-// joins it instead of starting a call of its own. Inside-out, the upstream would see three.
-t.test('deduplication sits outside retry: a request arriving during a retry backoff joins the retried call', async (t) => {
-  const upstream = await startLocalUpstream(t, (_request, response, index) => {
-    if (index === 0) response.writeHead(503).end('{"message":"busy"}')
-    else response.end(JSON.stringify({ login: 'mona' }))
-  })
-  const client = await openClient(t, { FORGE_API_URL: upstream.url })
-  const first = client.get('/users/mona', BODY)
-  // The first try has reached the upstream: its 503 starts the retry's backoff (100 ms).
-  await eventually(async () => upstream.requests.length === 1)
-  const second = client.get('/users/mona', BODY)
-  t.same(await Promise.all([first, second]), [{ login: 'mona' }, { login: 'mona' }])
-  t.equal(upstream.requests.length, 2, 'the failed try and its retry, nothing else')
-})
-
-t.test('the deadline covers the whole call, retries included', async (t) => {
-  const upstream = await startLocalUpstream(t, (_request, response, index) => {
-    if (index === 0) response.writeHead(503).end()
-    // The retry never gets an answer.
-  })
-  const client = await openClient(t, { FORGE_API_URL: upstream.url, FORGE_TIMEOUT_MS: 400 })
-  const started = Date.now()
-  await t.rejects(client.get('/slow', BODY), new UpstreamFailure('Upstream did not answer within 400 ms'))
-  t.ok(Date.now() - started < 1_500)
 })
 
 t.test('a held resource is asked with If-None-Match, and a 304 answers with the held body', async (t) => {
@@ -272,33 +128,6 @@ t.test('an unexpected 304 (nothing held) is a failure, not an empty answer', asy
   const client = await openClient(t)
   nock(API).get('/odd').reply(304, '')
   await t.rejects(client.get('/odd', BODY), new UpstreamFailure('Upstream responded 304: status 304', 304))
-})
-
-t.test('an upstream message that echoes the token is redacted', async (t) => {
-  const client = await openClient(t, { FORGE_TOKEN: TOKEN })
-  nock(API).get('/echo').reply(401, { message: `Bad credentials: ${TOKEN}` })
-  const error = (await client.get('/echo', BODY).catch((caught: unknown) => caught)) as Error
-  t.equal(error.message, 'Upstream responded 401: Bad credentials: [redacted]')
-})
-
-t.test('long upstream messages are shortened to 200 characters', async (t) => {
-  const client = await openClient(t)
-  nock(API).get('/verbose').reply(500, { message: 'x'.repeat(1000) })
-  const error = (await client.get('/verbose', BODY).catch((caught: unknown) => caught)) as Error
-  t.equal(error.message, `Upstream responded 500: ${'x'.repeat(200)}`)
-})
-
-t.test('a transport error without a code is described by its message', async (t) => {
-  const client = await openClient(t)
-  // Retried like any failure without a status, so it must happen three times.
-  nock(API).get('/odd-failure').times(3).replyWithError('socket went away')
-  await t.rejects(client.get('/odd-failure', BODY), new UpstreamFailure('Upstream request failed: socket went away'))
-})
-
-t.test('a JSON body that is not an object or a list is an unexpected body', async (t) => {
-  const client = await openClient(t)
-  nock(API).get('/null').reply(200, 'null', { 'content-type': 'application/json' })
-  await t.rejects(client.get('/null', BODY), { name: 'UpstreamFailure', message: /^Upstream sent an unexpected body/ })
 })
 
 t.test('after a rate limit no call is made to that resource until the wait is over; a spent search leaves core calls alone', async (t) => {

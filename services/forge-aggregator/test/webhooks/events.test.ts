@@ -9,7 +9,7 @@ t.test('repository events drop the owner’s users and repos answers and the rep
     t.same(dropsFor(event, { action: 'created', repository: repository('Mona', 'Hello') }, undefined), {
       owner: 'Mona',
       keys: ['users/mona', 'repos/mona', 'repo/mona/hello'],
-      installationToken: false,
+      forgetsDefaultToken: false,
     }, event)
   }
   t.same(keysOf('repository', { action: 'renamed', repository: repository('mona', 'new'), changes: { repository: { name: { from: 'old' } } } }), [
@@ -55,7 +55,7 @@ t.test('what the service does not answer, or a payload without what is read, dro
   t.equal(keysOf('watch', { repository: repository('mona', 'hello') }), undefined)
   t.equal(keysOf('installation', { action: 'deleted', installation: { id: 7 } }, '9001'), undefined, 'another installation')
   t.equal(keysOf('installation', { action: 'deleted', installation: { id: 9001 } }, undefined), undefined, 'no App')
-  t.same(dropsFor('installation', { action: 'suspend', installation: { id: 9001 } }, '9001'), { owner: undefined, keys: [], installationToken: true })
+  t.same(dropsFor('installation', { action: 'suspend', installation: { id: 9001 } }, '9001'), { owner: undefined, keys: [], forgetsDefaultToken: true })
 })
 
 t.test('the event label is a known event or other', async (t) => {
@@ -69,24 +69,24 @@ t.test('a public App: every installation counts; its account and token go as the
   t.same(dropsFor('installation', installation('created'), '9001', true), {
     owner: 'Mona',
     keys: [],
-    installationToken: false,
+    forgetsDefaultToken: false,
     installations: { accounts: [{ login: 'Mona', installation: '7' }], forget: [] },
   })
   t.same(dropsFor('installation', installation('unsuspend'), '9001', true)?.installations?.accounts, [{ login: 'Mona', installation: '7' }])
   t.same(dropsFor('installation', installation('deleted'), '9001', true), {
     owner: 'Mona',
     keys: [],
-    installationToken: false,
+    forgetsDefaultToken: false,
     installations: { accounts: [{ login: 'Mona', installation: null }], forget: ['7'] },
   })
-  t.equal(dropsFor('installation', installation('suspend', 9001), '9001', true)?.installationToken, true, "the default's token goes too")
+  t.equal(dropsFor('installation', installation('suspend', 9001), '9001', true)?.forgetsDefaultToken, true, "the default's token goes too")
   t.equal(dropsFor('installation', installation('new_permissions_accepted'), '9001', true), undefined)
   t.equal(dropsFor('installation', { action: 'created', installation: { id: 7 } }, '9001', true), undefined, 'no account')
   const renamed = { action: 'renamed', installation: { id: 7 }, account: { login: 'Mona-Lisa' }, changes: { login: { from: 'Mona' } } }
   t.same(dropsFor('installation_target', renamed, undefined, true), {
     owner: 'Mona-Lisa',
     keys: ['users/mona', 'repos/mona'],
-    installationToken: false,
+    forgetsDefaultToken: false,
     installations: {
       accounts: [
         { login: 'Mona', installation: null },

@@ -3,6 +3,11 @@ import { readFileSync } from 'node:fs'
 import { ConfigError } from '@repo/config'
 import type { ForgeAggregatorConfig } from '../config.ts'
 
+/**
+ * How the service authenticates upstream, as the configuration says (docs/github-app.md): read
+ * and checked once at start-up, and the identity the shared cache's namespace is made of.
+ */
+
 /** A GitHub App installation the service calls as (docs/design.md, "GitHub App"). */
 export interface AppCredentials {
   appId: string
@@ -32,7 +37,7 @@ export type UpstreamCredentials =
 /**
  * Whom the upstream answers, as the shared cache's namespace tells deployments apart: the token
  * (only ever hashed there), a GitHub App's installation (app and installation id, not its token,
- * which changes every hour: a renewal keeps every answer, held body and the budget; docs/design.md,
+ * which changes every hour: a renewal keeps every answer, held projection and the budget; docs/design.md,
  * "GitHub App"), or nobody.
  */
 export function callerOf(credentials: UpstreamCredentials): string | null {

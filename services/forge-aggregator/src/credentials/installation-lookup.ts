@@ -6,8 +6,13 @@ import { LRUCache } from 'lru-cache'
 import { parseJson } from '../parse-json.ts'
 import type { SharedStore } from '../shared-cache/store.ts'
 import { storedEntries } from '../shared-cache/stored.ts'
-import { RateLimitBudget } from './budget.ts'
-import { createInstallationTokens, signAppJwt, type AppRequest, type InstallationTokens } from './installation-token.ts'
+import { signAppJwt, type AppRequest } from './app-calls.ts'
+
+/**
+ * Which installation of a public App each account has (docs/github-app.md, "How an account's
+ * installation is found"): looked up with the App's JWT, remembered (in Redis with one), and kept
+ * exact by the `installation` webhooks.
+ */
 
 /**
  * How long an account's installation, once looked up, is trusted without a webhook saying
@@ -17,12 +22,8 @@ import { createInstallationTokens, signAppJwt, type AppRequest, type Installatio
  */
 export const INSTALLED_FOR_MS = 24 * 60 * 60 * 1000
 export const NOT_INSTALLED_FOR_MS = 60 * 60 * 1000
-/** Installations whose token and budget one process holds at most (least recently used first out). */
-export const HELD_INSTALLATIONS = 1_000
 /** Accounts whose installation one process remembers without a shared Redis. */
 const REMEMBERED_ACCOUNTS = 50_000
-/** Tokens of installations no longer held, kept for redaction only: a late failure may still quote one. */
-const RETIRED_SECRETS = 64
 
 /** `GET /users/{login}/installation` (200): the installation, suspended or not. */
 const UserInstallation = TypeCompiler.Compile(Type.Object({ id: Type.Integer(), suspended_at: Type.Optional(Type.Union([Type.String(), Type.Null()])) }))
@@ -36,7 +37,7 @@ export interface AccountChange {
 /** What became of one lookup, as `forge_app_installation_lookups_total{outcome}` counts it. */
 export type LookupOutcome = 'installed' | 'not_installed' | 'failed'
 
-export interface AccountInstallationsOptions {
+export interface InstallationLookupOptions {
   appId: string
   privateKey: KeyObject
   /** Sends one call with the App's JWT (not an installation's token: it spends no installation's quota). */
@@ -47,21 +48,22 @@ export interface AccountInstallationsOptions {
   onLookup?: ((outcome: LookupOutcome) => void) | undefined
 }
 
-/** Which installation of a public App each account has (docs/github-app.md, "A public App"). */
-export interface AccountInstallations {
+/** Which installation of a public App each account has. */
+export interface InstallationLookup {
   /**
    * The live installation of `login`'s account, or undefined when it has none, a suspended one,
    * or the upstream cannot tell now. Remembered, in Redis when there is one; looked up with the
    * App's JWT otherwise, one lookup at a time per account.
    */
-  of(login: string, log: FastifyBaseLogger): Promise<string | undefined>
+  installationOf(login: string, log: FastifyBaseLogger): Promise<string | undefined>
   /** What a webhook said, in this process only (every replica hears it). */
-  changed(changes: readonly AccountChange[]): void
+  apply(changes: readonly AccountChange[]): void
   /** What a webhook said, for every replica: written to Redis; rejects when it could not be. */
   record(changes: readonly AccountChange[]): Promise<void>
 }
 
-export function createAccountInstallations({ appId, privateKey, send, store, now, onLookup }: AccountInstallationsOptions): AccountInstallations {
+/** The lookup of `appId`'s installations: one call at a time per account, each answer remembered for its lifetime. */
+export function createInstallationLookup({ appId, privateKey, send, store, now, onLookup }: InstallationLookupOptions): InstallationLookup {
   const local = new LRUCache<string, { id: string | null; until: number }>({ max: REMEMBERED_ACCOUNTS })
   const asking = new Map<string, Promise<string | undefined>>()
   const keyOf = (login: string) => `installation:${login.toLowerCase()}`
@@ -97,7 +99,7 @@ export function createAccountInstallations({ appId, privateKey, send, store, now
   }
 
   return {
-    async of(login, log) {
+    async installationOf(login, log) {
       const remembered = await known(login)
       if (remembered) return remembered.id ?? undefined
       let lookup = asking.get(login.toLowerCase())
@@ -107,76 +109,12 @@ export function createAccountInstallations({ appId, privateKey, send, store, now
       }
       return lookup
     },
-    changed(changes) {
+    apply(changes) {
       for (const { login, installation } of changes) rememberHere(login, installation, lifetime(installation))
     },
     async record(changes) {
       if (!store) return
       await Promise.all(changes.map(({ login, installation }) => store.write(keyOf(login), JSON.stringify({ id: installation }), lifetime(installation))))
     },
-  }
-}
-
-export interface InstallationPoolOptions {
-  appId: string
-  privateKey: KeyObject
-  send: AppRequest
-  now: () => number
-  logger: FastifyBaseLogger
-  store?: SharedStore | undefined
-  reserve: number
-}
-
-/** The installations of a public App this process calls with: a token and a budget each, at most `HELD_INSTALLATIONS` of them. */
-export interface InstallationPool {
-  /** The token of installation `id`, minted when first needed (`createInstallationTokens`: one mint at a time). */
-  tokensOf(id: string): InstallationTokens
-  /** The rate-limit budget of installation `id`, shared by the replicas under its own key. */
-  budgetOf(id: string): RateLimitBudget
-  /** The installation is gone or suspended: its token is forgotten. */
-  forget(id: string): void
-  /** How many installations' tokens are held now. */
-  held(): number
-  /** Every token held, and the last ones let go, for redaction. */
-  secrets(): string[]
-}
-
-/**
- * Each replica mints and holds its own token per installation (tokens are never shared: not in
- * Redis), so N replicas mint at most N an hour per installation; concurrent calls share a mint.
- */
-export function createInstallationPool({ appId, privateKey, send, now, logger, store, reserve }: InstallationPoolOptions): InstallationPool {
-  const retired: string[] = []
-  const tokens = new LRUCache<string, InstallationTokens>({
-    max: HELD_INSTALLATIONS,
-    dispose: (evicted) => {
-      retired.push(...evicted.secrets())
-      retired.splice(0, Math.max(0, retired.length - RETIRED_SECRETS))
-    },
-  })
-  const budgets = new LRUCache<string, RateLimitBudget>({ max: HELD_INSTALLATIONS })
-  return {
-    tokensOf(id) {
-      let held = tokens.get(id)
-      if (!held) {
-        held = createInstallationTokens({ app: { appId, installationId: id, privateKey }, now, send, logger })
-        tokens.set(id, held)
-      }
-      return held
-    },
-    budgetOf(id) {
-      let budget = budgets.get(id)
-      if (!budget) {
-        budget = new RateLimitBudget({ reserve, now, store, keyPrefix: `budget:installation:${id}:` })
-        budgets.set(id, budget)
-      }
-      return budget
-    },
-    forget(id) {
-      tokens.get(id)?.forget()
-      tokens.delete(id)
-    },
-    held: () => [...tokens.values()].filter((each) => each.held()).length,
-    secrets: () => [...[...tokens.values()].flatMap((each) => each.secrets()), ...retired],
   }
 }

@@ -1,9 +1,9 @@
 import t from 'tap'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { eventually, redisOutages, repeatsAnOutage, startPrivateSentinelGroup } from '@repo/test-support'
-import { buildAggregator } from './helpers/build.ts'
-import { startLocalUpstream } from './helpers/local-upstream.ts'
-import { answerRepository, REPOSITORY_COUNTS } from './helpers/repository-upstream.ts'
+import { buildAggregator } from '../helpers/build.ts'
+import { startLocalUpstream } from '../helpers/local-upstream.ts'
+import { answerRepository, REPOSITORY_COUNTS } from '../helpers/repository-upstream.ts'
 
 // Sentinels need a second of silence to call the primary down, then an election and a promotion.
 t.setTimeout(120_000)

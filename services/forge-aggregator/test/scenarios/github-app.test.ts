@@ -1,8 +1,8 @@
 import t, { type Test } from 'tap'
 import { createClient } from 'redis'
 import { eventually, startPrivateRedis } from '@repo/test-support'
-import { buildAggregator, testClock, type TestClock, type TestEnv } from './helpers/build.ts'
-import { startAppUpstream, TOKEN_LIFETIME_MS, type AppUpstream } from './helpers/app-upstream.ts'
+import { buildAggregator, testClock, type TestClock, type TestEnv } from '../helpers/build.ts'
+import { startAppUpstream, TOKEN_LIFETIME_MS, type AppUpstream } from '../helpers/app-upstream.ts'
 
 const MINUTE_MS = 60_000
 const usersUrl = (login: string) => `/api/forge/users?user_name=${login}`

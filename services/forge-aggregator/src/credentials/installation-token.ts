@@ -1,18 +1,16 @@
-import { sign } from 'node:crypto'
 import { Type } from '@sinclair/typebox'
 import { TypeCompiler } from '@sinclair/typebox/compiler'
 import type { FastifyBaseLogger } from 'fastify'
 import { parseJson } from '../parse-json.ts'
-import type { AppCredentials } from './credentials.ts'
-import { InstallationUnavailable, UpstreamFailure } from './errors.ts'
+import { InstallationUnavailable, UpstreamFailure } from '../upstream/errors.ts'
+import { signAppJwt, type AppRequest } from './app-calls.ts'
+import type { AppCredentials } from './settings.ts'
 
 /**
- * GitHub: set `iat` 60 s in the past against clock drift; `exp` no more than 10 minutes ahead
- * (docs.github.com, "Generating a JSON Web Token (JWT) for a GitHub App"). 9 minutes leaves the
- * same minute of drift on that side.
+ * One installation's tokens (docs/github-app.md, "A public App", and docs/design.md, "GitHub
+ * App"): minted with the App's JWT, kept in memory only, renewed before they expire.
  */
-const JWT_BACKDATE_SECONDS = 60
-const JWT_LIFETIME_SECONDS = 9 * 60
+
 /** An installation token is renewed this long before its `expires_at` (docs/design.md, "GitHub App"). */
 export const RENEW_BEFORE_EXPIRY_MS = 5 * 60 * 1000
 
@@ -23,14 +21,11 @@ const Installation = TypeCompiler.Compile(
   Type.Object({ account: Type.Object({ login: Type.String() }), repository_selection: Type.Union([Type.Literal('all'), Type.Literal('selected')]) }),
 )
 
-/** The installation's account, and whether it gave the App all of its repositories. */
-export interface InstallationAccount {
+/** The account an installation is on, and whether it gave the App all of its repositories. */
+export interface InstallationOwner {
   login: string
   allRepositories: boolean
 }
-
-/** One call the App makes with its JWT: not an installation call, so neither budgeted nor cached. */
-export type AppRequest = (request: { method: 'GET' | 'POST'; path: string; authorization: string }) => Promise<{ statusCode: number; text: string }>
 
 export interface InstallationTokensOptions {
   app: AppCredentials
@@ -41,45 +36,33 @@ export interface InstallationTokensOptions {
 
 /** The installation token of the App's installation, in memory only. */
 export interface InstallationTokens {
-  /** The token to call with now: the one held, or a new one when it is within 5 minutes of expiry. Throws `UpstreamFailure`. */
+  /** The token to call with now: the one in memory, or a new one when it is within 5 minutes of expiry. Throws `UpstreamFailure`. */
   current(): Promise<string>
   /** The upstream refused `token` (401): the next `current()` is a new token, however many calls were refused with it. */
   refused(token: string): void
   /** The installation was deleted or suspended (a webhook said so): the next `current()` is a new token. */
   forget(): void
   /** The installation's account, asked once with the JWT and remembered once known; undefined when it cannot be told. */
-  account(): Promise<InstallationAccount | undefined>
+  owner(): Promise<InstallationOwner | undefined>
   /** Every credential this process holds now, for redaction. */
   secrets(): string[]
-  /** Whether a token is held now (`forge_app_installation_tokens_held`). */
-  held(): boolean
-}
-
-/** A GitHub App JWT (RS256) for `appId`, issued at `nowMs` on the service's clock. */
-export function signAppJwt(appId: string, privateKey: AppCredentials['privateKey'], nowMs: number): string {
-  const nowSeconds = Math.floor(nowMs / 1000)
-  const header = base64url({ alg: 'RS256', typ: 'JWT' })
-  const claims = base64url({ iat: nowSeconds - JWT_BACKDATE_SECONDS, exp: nowSeconds + JWT_LIFETIME_SECONDS, iss: appId })
-  const signature = sign('sha256', Buffer.from(`${header}.${claims}`), privateKey).toString('base64url')
-  return `${header}.${claims}.${signature}`
-}
-
-function base64url(value: object): string {
-  return Buffer.from(JSON.stringify(value)).toString('base64url')
+  /** Whether a token is in memory now (`forge_app_installation_tokens_held`). */
+  hasToken(): boolean
 }
 
 /**
  * Installation tokens for `app` (docs/design.md, "GitHub App"): minted with a fresh JWT at
- * `POST /app/installations/{id}/access_tokens`, held in memory only, renewed 5 minutes before their
+ * `POST /app/installations/{id}/access_tokens`, kept in memory only, renewed 5 minutes before their
  * `expires_at` or when the upstream refuses them; concurrent renewals share one call.
  */
 export function createInstallationTokens({ app, now, send, logger }: InstallationTokensOptions): InstallationTokens {
   const installationPath = `/app/installations/${encodeURIComponent(app.installationId)}`
-  let held: { token: string; renewAt: number } | undefined
+  /** The last token minted, and when to renew it. */
+  let minted: { token: string; renewAt: number } | undefined
   let renewal: Promise<string> | undefined
-  let account: Promise<InstallationAccount | undefined> | undefined
+  let owner: Promise<InstallationOwner | undefined> | undefined
   let lastJwt = ''
-  /** The token before the one held: a late failure may still quote it. */
+  /** The token before the one minted last: a late failure may still quote it. */
   let previous = ''
 
   function jwt(): string {
@@ -96,30 +79,30 @@ export function createInstallationTokens({ app, now, send, logger }: Installatio
       throw statusCode === 404 || statusCode === 403 ? new InstallationUnavailable(message, statusCode) : new UpstreamFailure(message, statusCode)
     }
     const expiresAt = Date.parse(body.expires_at)
-    previous = held?.token ?? previous
-    held = { token: body.token, renewAt: expiresAt - RENEW_BEFORE_EXPIRY_MS }
+    previous = minted?.token ?? previous
+    minted = { token: body.token, renewAt: expiresAt - RENEW_BEFORE_EXPIRY_MS }
     logger.info({ installation: app.installationId, expiresAt: body.expires_at }, 'GitHub App installation token obtained')
     return body.token
   }
 
   return {
     current() {
-      if (held && now() < held.renewAt) return Promise.resolve(held.token)
+      if (minted && now() < minted.renewAt) return Promise.resolve(minted.token)
       renewal ??= mint().finally(() => (renewal = undefined))
       return renewal
     },
     refused(token) {
-      if (held?.token === token) {
+      if (minted?.token === token) {
         previous = token
-        held = undefined
+        minted = undefined
       }
     },
     forget() {
-      previous = held?.token ?? previous
-      held = undefined
+      previous = minted?.token ?? previous
+      minted = undefined
     },
-    account() {
-      account ??= send({ method: 'GET', path: installationPath, authorization: jwt() })
+    owner() {
+      owner ??= send({ method: 'GET', path: installationPath, authorization: jwt() })
         .then(({ statusCode, text }) => {
           const body = statusCode === 200 ? parseJson(text) : undefined
           if (Installation.Check(body)) return { login: body.account.login, allRepositories: body.repository_selection === 'all' }
@@ -127,12 +110,12 @@ export function createInstallationTokens({ app, now, send, logger }: Installatio
         })
         .catch((error: unknown) => {
           logger.warn({ err: error }, 'could not tell whose account the GitHub App is installed on; listing public repositories')
-          account = undefined
+          owner = undefined
           return undefined
         })
-      return account
+      return owner
     },
-    secrets: () => [held?.token ?? '', previous, lastJwt].filter((secret) => secret !== ''),
-    held: () => held !== undefined,
+    secrets: () => [minted?.token ?? '', previous, lastJwt].filter((secret) => secret !== ''),
+    hasToken: () => minted !== undefined,
   }
 }

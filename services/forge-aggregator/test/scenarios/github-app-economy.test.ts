@@ -1,9 +1,9 @@
 import t, { type Test } from 'tap'
 import { createClient } from 'redis'
 import { eventually, startPrivateRedis } from '@repo/test-support'
-import { buildAggregator, testClock, type TestAggregator, type TestEnv } from './helpers/build.ts'
-import { isAppCall, startAppUpstream, type AppUpstream } from './helpers/app-upstream.ts'
-import { pingsAnswered, untilWaitingOnAnotherReplica } from './helpers/shared-redis.ts'
+import { buildAggregator, testClock, type TestAggregator, type TestEnv } from '../helpers/build.ts'
+import { isAppCall, startAppUpstream, type AppUpstream } from '../helpers/app-upstream.ts'
+import { pingsAnswered, untilWaitingOnAnotherReplica } from '../helpers/shared-redis.ts'
 
 // The upstream economy of docs/design.md ("Sharing across replicas", "Rate-limit budget") as a
 // GitHub App (docs/design.md, "GitHub App"): each replica mints its own installation token, and yet the

@@ -1,7 +1,7 @@
 import t from 'tap'
 import nock from 'nock'
-import { buildAggregator } from './helpers/build.ts'
-import { API, RESOURCE_HEADERS, makeRepos, makeUser } from './helpers/upstream.ts'
+import { buildAggregator } from '../helpers/build.ts'
+import { API, RESOURCE_HEADERS, makeRepos, makeUser } from '../helpers/upstream.ts'
 
 const TOKEN = 'ghp_n3v3rSh0wMe000000000000000000000000000'
 

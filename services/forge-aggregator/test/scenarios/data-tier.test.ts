@@ -2,10 +2,10 @@ import t from 'tap'
 import { fileURLToPath } from 'node:url'
 import { createClient } from 'redis'
 import { composeRedisFlags, LISTENING, nodePath, runProcess, startRedisWithServiceUsers, TEST_REDIS_ADMIN, TEST_REDIS_USERS } from '@repo/test-support'
-import user from './fixtures/user.json' with { type: 'json' }
-import recordedHeaders from './fixtures/headers.json' with { type: 'json' }
-import { buildAggregator } from './helpers/build.ts'
-import { startLocalUpstream } from './helpers/local-upstream.ts'
+import user from '../fixtures/user.json' with { type: 'json' }
+import recordedHeaders from '../fixtures/headers.json' with { type: 'json' }
+import { buildAggregator } from '../helpers/build.ts'
+import { startLocalUpstream } from '../helpers/local-upstream.ts'
 
 /**
  * The data tier's bar: a flood never evicts an idempotency record. The two Redis servers run
@@ -13,7 +13,7 @@ import { startLocalUpstream } from './helpers/local-upstream.ts'
  * users; only their maxmemory is made smaller, so that a few hundred requests fill each: cold
  * requests to the aggregator fill the cache, appends to items-list fill the durable Redis.
  */
-const REPO_ROOT = fileURLToPath(new URL('../../../', import.meta.url))
+const REPO_ROOT = fileURLToPath(new URL('../../../../', import.meta.url))
 const CACHE_MAX_MEMORY = 8 * 2 ** 20
 /** About half a megabyte above what an empty Redis with the ACL users takes. */
 const DURABLE_MAX_MEMORY = 1.5 * 2 ** 20

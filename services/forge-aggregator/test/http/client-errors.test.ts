@@ -1,7 +1,7 @@
 import t from 'tap'
 import nock from 'nock'
 import { exchangeRaw } from '@repo/test-support'
-import { buildAggregator } from './helpers/build.ts'
+import { buildAggregator } from '../helpers/build.ts'
 
 // Requests Node cannot parse never reach Fastify's hooks; left to itself, Node answers them with
 // a bare status line: no body, no X-Request-Id, no security headers, no no-store.

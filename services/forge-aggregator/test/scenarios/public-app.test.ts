@@ -1,8 +1,9 @@
 import t, { type Test } from 'tap'
-import { buildAggregator, testClock, type TestAggregator, type TestClock, type TestEnv } from './helpers/build.ts'
-import { startPublicAppUpstream, type PublicAppUpstream } from './helpers/public-app-upstream.ts'
-import { sharedRedis } from './helpers/shared-redis.ts'
-import { githubDeliveries, WEBHOOK_SECRET } from './helpers/webhook-deliveries.ts'
+import { eventually } from '@repo/test-support'
+import { buildAggregator, testClock, type TestAggregator, type TestClock, type TestEnv } from '../helpers/build.ts'
+import { startPublicAppUpstream, type PublicAppUpstream } from '../helpers/public-app-upstream.ts'
+import { sharedRedis } from '../helpers/shared-redis.ts'
+import { githubDeliveries, WEBHOOK_SECRET } from '../helpers/webhook-deliveries.ts'
 
 // A public GitHub App (FORGE_APP_PUBLIC=true, docs/github-app.md, "A public App"): three accounts
 // installed it, one did not; the default installation serves that one and `repos`.
@@ -238,4 +239,122 @@ t.test('installation.deleted on one replica stops the use on every replica at on
   t.same(new Set(upstream.calls.slice(before).map((call) => call.credential)), new Set([`installation ${DEFAULT_INSTALLATION}`]))
   await second!.logs.waitFor((line) => line.msg === 'webhook drops heard from another replica')
   t.equal(await second!.metric('forge_app_installation_tokens_held'), 1, "the default's: the other replica forgot alice's token")
+})
+
+const HOUR_MS = 60 * MINUTE_MS
+
+t.test('a public App and a one-installation App of the same installation keep apart in one Redis: answers, budget, and searches with or without is:public', async (t) => {
+  const clock = testClock()
+  const upstream = await startPublicAppUpstream(t, clock)
+  installAll(upstream)
+  const env = { ...upstream.env, FORGE_APP_INSTALLATION_ID: DEFAULT_INSTALLATION }
+  const [oneInstallation] = await redis.replicas(t, 1, { clock, env: { ...env, FORGE_APP_PUBLIC: 'false' } })
+  const [publicDeployment] = await redis.replicas(t, 1, { clock, env })
+  t.equal((await oneInstallation!.app.inject({ url: usersUrl('dave') })).statusCode, 200)
+  const searchesBefore = upstream.calls.filter((call) => call.path.startsWith('/search/'))
+  t.equal(searchesBefore.length, 2)
+  t.ok(searchesBefore.every((call) => !call.path.includes('is%3Apublic')), 'one installation: its searches count what its token sees')
+
+  const before = upstream.calls.length
+  const res = await publicDeployment!.app.inject({ url: usersUrl('dave') })
+  t.equal(res.statusCode, 200)
+  t.notMatch(res.headers['cache-status'], /; hit/, "not the one-installation App's answer")
+  const searches = upstream.calls.slice(before).filter((call) => call.path.startsWith('/search/'))
+  t.equal(searches.length, 2, 'the public App asked its own searches')
+  t.ok(searches.every((call) => call.path.includes('is%3Apublic')))
+
+  const namespaces = async (pattern: string, suffix: string) => new Set((await redis.inspector.keys(pattern)).map((key) => key.slice(0, -suffix.length)))
+  t.equal((await namespaces('*answer:users/dave', 'answer:users/dave')).size, 2, 'two answers, each in its own namespace')
+  t.equal((await namespaces('*budget:core', 'budget:core')).size, 2, "two budgets of the default installation's core")
+})
+
+t.test('no installation found is remembered an hour in memory: an install whose webhook was missed is used within the hour', async (t) => {
+  const { app, upstream, advanceClock } = await publicApp(t)
+  t.equal((await app.inject({ url: usersUrl('dave') })).statusCode, 200)
+  t.same(credentialsOf(upstream, 'dave'), new Set([`installation ${DEFAULT_INSTALLATION}`]))
+  upstream.installations.set('104', { login: 'dave', suspended: false, core: 5000, search: 30 })
+
+  advanceClock(HOUR_MS - MINUTE_MS)
+  t.equal((await app.inject({ url: usersUrl('dave') })).statusCode, 200)
+  t.same(upstream.lookups, ['dave'], 'within the hour, the remembered answer')
+  advanceClock(2 * MINUTE_MS)
+  const before = upstream.calls.length
+  t.equal((await app.inject({ url: usersUrl('dave') })).statusCode, 200)
+  t.same(upstream.lookups, ['dave', 'dave'], 'past the hour, asked again')
+  t.same(new Set(upstream.calls.slice(before).map((call) => call.credential)), new Set(['installation 104']))
+})
+
+t.test('with Redis, no installation found is remembered there for an hour at most; an installation found, for longer', async (t) => {
+  const clock = testClock()
+  const upstream = await startPublicAppUpstream(t, clock)
+  installAll(upstream)
+  const [replica] = await redis.replicas(t, 1, { clock, env: { ...upstream.env, FORGE_APP_INSTALLATION_ID: DEFAULT_INSTALLATION } })
+  for (const login of ['dave', 'alice']) t.equal((await replica!.app.inject({ url: usersUrl(login) })).statusCode, 200, login)
+  const expiryOf = async (login: string) => {
+    const [key] = await redis.inspector.keys(`*installation:${login}`)
+    t.ok(key, `${login}'s lookup is in Redis`)
+    return redis.inspector.pTTL(key!)
+  }
+  const dave = await expiryOf('dave')
+  t.ok(dave > 0 && dave <= HOUR_MS, `dave, not installed: ${dave} ms`)
+  t.ok((await expiryOf('alice')) > HOUR_MS, 'alice, installed')
+})
+
+t.test("before each call a replica reads its installation's budget from Redis: spent on one replica, the others make no call with it", async (t) => {
+  const clock = testClock()
+  const upstream = await startPublicAppUpstream(t, clock)
+  installAll(upstream)
+  const [first, second] = await redis.replicas(t, 2, { clock, env: { ...upstream.env, FORGE_APP_INSTALLATION_ID: DEFAULT_INSTALLATION } })
+  t.equal((await first!.app.inject({ url: usersUrl('alice') })).statusCode, 200)
+  t.equal((await second!.app.inject({ url: usersUrl('bob') })).statusCode, 200, "the second replica holds a budget of its own, not alice's")
+  // alice's installation is spent: the first replica learns it from the 403s it is answered.
+  upstream.installations.get(INSTALLED.alice)!.core = 0
+  clock.advance(2 * MINUTE_MS)
+  t.equal((await first!.app.inject({ url: usersUrl('alice') })).statusCode, 200)
+  t.ok(upstream.calls.some((call) => call.status === 403), 'the first replica met the limit')
+
+  const before = upstream.calls.length
+  const res = await second!.app.inject({ url: usersUrl('alice') })
+  t.equal(res.statusCode, 200)
+  t.match(res.headers['cache-status'], /fwd=stale/)
+  t.same(upstream.calls.slice(before).filter((call) => call.credential === `installation ${INSTALLED.alice}`), [], 'no call past the limit')
+})
+
+t.test('a token forgotten by an uninstall webhook is still redacted from a late failure that quotes it', async (t) => {
+  const { app, upstream, logs } = await publicApp(t, { FORGE_CACHE_TTL_SECONDS: 0, FORGE_STALE_SECONDS: 0 })
+  const release = Promise.withResolvers<void>()
+  upstream.holdAnswers((path) => path.includes('alice'), release.promise)
+  const late = app.inject({ url: usersUrl('alice') })
+  t.ok(await eventually(async () => upstream.heldCalls.length === 5), "alice's five calls arrived with her token")
+
+  t.equal((await githubDeliveries().deliver(app, 'installation', installationPayload('deleted', INSTALLED.alice, 'alice'))).json().outcome, 'applied')
+  upstream.failWith = 500
+  release.resolve()
+  const res = await late
+  t.equal(res.statusCode, 500)
+  t.match(res.json(), { details: /^Upstream responded 500: Upstream trouble with Bearer \[redacted\]$/ })
+  t.ok(upstream.minted.get(INSTALLED.alice)?.length === 1)
+  for (const secret of upstream.secrets()) {
+    t.notOk(res.body.includes(secret), 'no token in the answer')
+    t.notOk(logs.text().includes(secret), 'no token in a log line')
+  }
+})
+
+t.test('with Redis, installation.created on one replica is written there: every replica, that one included, calls with the new installation', async (t) => {
+  const clock = testClock()
+  const upstream = await startPublicAppUpstream(t, clock)
+  installAll(upstream)
+  const env = { ...upstream.env, FORGE_APP_INSTALLATION_ID: DEFAULT_INSTALLATION, FORGE_WEBHOOK_SECRET: WEBHOOK_SECRET, FORGE_CACHE_TTL_SECONDS: 0 }
+  const replicas = await redis.replicas(t, 2, { clock, env })
+  for (const { app } of replicas) t.equal((await app.inject({ url: usersUrl('dave') })).statusCode, 200)
+  t.same(credentialsOf(upstream, 'dave'), new Set([`installation ${DEFAULT_INSTALLATION}`]), 'looked up: no installation')
+
+  upstream.installations.set('104', { login: 'dave', suspended: false, core: 5000, search: 30 })
+  t.equal((await githubDeliveries().deliver(replicas[0]!.app, 'installation', installationPayload('created', '104', 'dave'))).json().outcome, 'applied')
+  for (const [index, { app }] of replicas.entries()) {
+    const before = upstream.calls.length
+    t.equal((await app.inject({ url: usersUrl('dave') })).statusCode, 200)
+    t.same(new Set(upstream.calls.slice(before).map((call) => call.credential)), new Set(['installation 104']), `replica ${index + 1}`)
+  }
+  t.same(upstream.lookups, ['dave'], 'one lookup, shared through Redis; none after the delivery')
 })

@@ -1,7 +1,7 @@
 import t from 'tap'
 import nock from 'nock'
-import { buildAggregator } from './helpers/build.ts'
-import { API, RESOURCE_HEADERS, fixtures, mockUser } from './helpers/upstream.ts'
+import { buildAggregator } from '../helpers/build.ts'
+import { API, RESOURCE_HEADERS, fixtures, mockUser } from '../helpers/upstream.ts'
 
 t.afterEach(() => {
   nock.cleanAll()

@@ -1,6 +1,6 @@
 import t from 'tap'
 import { renderSwaggerUi, whyNoBrowser } from '@repo/test-support'
-import { buildAggregator } from './helpers/build.ts'
+import { buildAggregator } from '../helpers/build.ts'
 
 t.test('Swagger UI at /docs renders every operation in headless Chromium, with no CSP error', { skip: await whyNoBrowser() }, async (t) => {
   const { app } = await buildAggregator(t)
