@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox'
-import { redisAuthSettings, sentinelSettings, serverSettings, tracingSettings } from '@repo/config'
+import { redisAuthSettings, redisDeadlineSettings, sentinelSettings, serverSettings, tracingSettings } from '@repo/config'
 
 /** A GitHub login: 1–39 letters, digits and hyphens. */
 export const LOGIN_PATTERN = '^[A-Za-z0-9-]{1,39}$'
@@ -81,6 +81,7 @@ export const ForgeAggregatorConfig = Type.Object({
     }),
   ),
   ...redisAuthSettings(),
+  ...redisDeadlineSettings(),
   ...sentinelSettings(),
 })
 

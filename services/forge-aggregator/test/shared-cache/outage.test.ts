@@ -84,6 +84,18 @@ t.test('a request waiting on another replica’s production is let go within abo
   t.ok(await eventually(() => sharedAvailable(one)))
 })
 
+t.test('REDIS_DEADLINE_MS is the shared cache’s deadline: a hung Redis is given up on past it, and the outage line says after how long', async (t) => {
+  const [one] = await replicas(t, 1, { env: { REDIS_DEADLINE_MS: '1200' } })
+  redis.pause()
+  t.teardown(() => redis.resume())
+  nock(API).get('/repos/octocat/hello').reply(200, fixtures.repository, RESOURCE_HEADERS)
+  t.equal((await one!.app.inject({ method: 'GET', url: HELLO })).statusCode, 200, 'answered from the upstream')
+  const outage = one!.logs.lines.find((line) => line.msg === 'Redis unavailable; reconnecting in the background')
+  t.match(outage, { err: { message: 'Redis did not answer within 1200 ms' } })
+  redis.resume()
+  t.ok(await eventually(() => sharedAvailable(one!)))
+})
+
 t.test('Redis paused (hung): requests are answered within about a second, and sharing resumes when it answers again', async (t) => {
   const [one, spare] = await replicas(t, 2)
   redis.pause()
