@@ -36,6 +36,10 @@ t.test('a check that does not finish within its deadline is an error saying so, 
   t.throws(() => checkConfig(compose, { command: stuck, timeoutMs: 500 }), new RegExp(`^${stuck} -c did not finish: still running after 500 ms, killed by SIGKILL; it printed: \\[NOTICE\\] checking /`))
 })
 
+t.test('a check whose haproxy cannot be started is an error saying why, not a status of null', async (t) => {
+  t.throws(() => checkConfig(compose, { command: 'haproxy-that-is-not-there' }), /^haproxy-that-is-not-there -c did not finish: spawnSync haproxy-that-is-not-there ENOENT; it printed: \(nothing\)$/)
+})
+
 const topology = { frontends: { 'forge-aggregator': 3000, 'items-list': 8080 }, replicas: { 'forge-aggregator': [3001, 3002, 3003], 'items-list': [8081, 8082] } }
 
 t.test('the compose configuration finds replicas through Docker DNS, checks /ready every 0.5 s, and publishes :3000 and :8080', async (t) => {
