@@ -1,4 +1,4 @@
-import { spawnSync } from 'node:child_process'
+import { spawnSync, type SpawnSyncReturns } from 'node:child_process'
 import { once } from 'node:events'
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { connect } from 'node:net'
@@ -14,29 +14,56 @@ export const COMPOSE_CONFIG_PATH = fileURLToPath(new URL('../haproxy.cfg', impor
 const HAPROXY = 'haproxy'
 /** Where to look for it: Debian installs it in /usr/sbin, which is not on a user's PATH. */
 const SEARCH_PATH = [process.env.PATH, '/usr/local/sbin', '/usr/sbin'].join(':')
+/**
+ * How long one `haproxy -v` or `haproxy -c` may take. Either takes milliseconds alone, but on a
+ * machine whose cores are all taken a run came back killed (status null); a minute is far past
+ * any wait for a turn on a core, and still ends a haproxy that hangs.
+ */
+const HAPROXY_RUN_TIMEOUT_MS = 60_000
 
 /**
  * Why the HAProxy tests cannot run on this machine (the reason to skip them), or `false` when
  * they can. In CI (`CI=true`) `.ci/run` installs HAProxy, and a missing one is an error.
  */
 export function whyNoHaproxy(command = HAPROXY): string | false {
-  if (spawnSync(command, ['-v'], { env: { PATH: SEARCH_PATH } }).status === 0) return false
+  const probe = spawnSync(command, ['-v'], { env: { PATH: SEARCH_PATH }, timeout: HAPROXY_RUN_TIMEOUT_MS, killSignal: 'SIGKILL' })
+  if (probe.status === 0) return false
+  // A haproxy that is there but did not answer is not a reason to skip: the tests must fail.
+  if (probe.error === undefined || (probe.error as NodeJS.ErrnoException).code !== 'ENOENT') {
+    throw new Error(`${command} -v did not succeed: ${describeRun(probe, HAPROXY_RUN_TIMEOUT_MS)}`)
+  }
   const reason = `no HAProxy here: no ${command} on PATH or in /usr/sbin (apt-get install haproxy)`
   if (process.env.CI === 'true') throw new Error(`${reason}, and CI requires it`)
   return reason
 }
 
-/** What `haproxy -c` says of a configuration: its exit code and everything it printed. */
-export function checkConfig(text: string): { status: number | null; output: string } {
+/**
+ * What `haproxy -c` (or `command -c`) says of a configuration: its exit code and everything it
+ * printed. Throws when it did not run to its end (not started, killed, still running after
+ * `timeoutMs`), saying how it ended and what it printed, rather than answering a status of null.
+ */
+export function checkConfig(text: string, { command = HAPROXY, timeoutMs = HAPROXY_RUN_TIMEOUT_MS } = {}): { status: number; output: string } {
   const dir = mkdtempSync(join(tmpdir(), 'haproxy-check-'))
   try {
     const file = join(dir, 'haproxy.cfg')
     writeFileSync(file, text)
-    const result = spawnSync(HAPROXY, ['-c', '-f', file], { encoding: 'utf8', env: { PATH: SEARCH_PATH } })
+    const result = spawnSync(command, ['-c', '-f', file], { encoding: 'utf8', env: { PATH: SEARCH_PATH }, timeout: timeoutMs, killSignal: 'SIGKILL' })
+    if (result.status === null) throw new Error(`${command} -c did not finish: ${describeRun(result, timeoutMs)}`)
     return { status: result.status, output: `${result.stdout}${result.stderr}` }
   } finally {
     rmSync(dir, { recursive: true, force: true })
   }
+}
+
+/** How a run ended, for an error: past its deadline, its error, its signal or exit status, and what it printed. */
+function describeRun(result: SpawnSyncReturns<string | Buffer>, timeoutMs: number): string {
+  const error = result.error as NodeJS.ErrnoException | undefined
+  const ending = [
+    error?.code === 'ETIMEDOUT' ? `still running after ${timeoutMs} ms` : error?.message,
+    result.signal ? `killed by ${result.signal}` : result.status === null ? undefined : `exit status ${result.status}`,
+  ].filter((part) => part !== undefined)
+  const output = `${String(result.stdout ?? '')}${String(result.stderr ?? '')}`.trim()
+  return `${ending.join(', ')}; it printed: ${output === '' ? '(nothing)' : output}`
 }
 
 /** HAProxy in the foreground on `text`, its log on its output; the file is removed when it exits. */

@@ -1,6 +1,6 @@
 import t from 'tap'
 import { createHmac, randomUUID } from 'node:crypto'
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Agent, request } from 'undici'
@@ -22,6 +22,22 @@ t.test('without haproxy the tests skip with the reason, except in CI, where they
   t.match(whyNoHaproxy('haproxy-that-is-not-there'), /no HAProxy here: no haproxy-that-is-not-there on PATH or in \/usr\/sbin \(apt-get install haproxy\)/)
   process.env.CI = 'true'
   t.throws(() => whyNoHaproxy('haproxy-that-is-not-there'), /in \/usr\/sbin .*, and CI requires it/)
+})
+
+t.test('a haproxy that is there but fails its -v is an error, not a reason to skip', async (t) => {
+  t.throws(() => whyNoHaproxy('false'), /^false -v did not succeed: exit status 1; it printed: \(nothing\)$/)
+})
+
+t.test('a check that does not finish within its deadline is an error saying so, with the signal and what it printed, not a status of null', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'haproxy-stuck-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  const stuck = join(dir, 'haproxy')
+  writeFileSync(stuck, '#!/bin/sh\necho "[NOTICE] checking $3" >&2\nexec sleep 60\n', { mode: 0o755 })
+  t.throws(() => checkConfig(compose, { command: stuck, timeoutMs: 500 }), new RegExp(`^${stuck} -c did not finish: still running after 500 ms, killed by SIGKILL; it printed: \\[NOTICE\\] checking /`))
+})
+
+t.test('a check whose haproxy cannot be started is an error saying why, not a status of null', async (t) => {
+  t.throws(() => checkConfig(compose, { command: 'haproxy-that-is-not-there' }), /^haproxy-that-is-not-there -c did not finish: spawnSync haproxy-that-is-not-there ENOENT; it printed: \(nothing\)$/)
 })
 
 const topology = { frontends: { 'forge-aggregator': 3000, 'items-list': 8080 }, replicas: { 'forge-aggregator': [3001, 3002, 3003], 'items-list': [8081, 8082] } }

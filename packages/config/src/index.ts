@@ -92,6 +92,25 @@ export function redisAuthSettings() {
   } satisfies TProperties
 }
 
+/**
+ * `REDIS_DEADLINE_MS`: how long Redis may take to answer one command (docs/design.md, *The Redis
+ * command deadline*), for every service that has a Redis. The default keeps a request waiting on
+ * a silent Redis under a second; a longer one suits a Redis that is slow to answer for reasons
+ * of its own (a far network, a disk shared with other jobs), and tests whose Redis waits behind
+ * other suites where the deadline is not what they test.
+ */
+export function redisDeadlineSettings() {
+  return {
+    REDIS_DEADLINE_MS: Type.Integer({
+      default: 500,
+      minimum: 10,
+      maximum: 60_000,
+      description:
+        'longest Redis may take to answer one command, counted from when it is written; past it the command fails and Redis is set aside until it answers a probe. 500 keeps a request waiting on a silent Redis under a second (10–60000)',
+    }),
+  } satisfies TProperties
+}
+
 /** A comma-separated list of names from `names` (spaces around the commas allowed). */
 function listOf(names: readonly string[]): string {
   const name = `(${names.join('|')})`

@@ -1,6 +1,6 @@
 import t from 'tap'
 import { Type } from '@sinclair/typebox'
-import { ConfigError, loadConfig, redisAuthSettings, serverSettings } from '../src/index.ts'
+import { ConfigError, loadConfig, redisAuthSettings, redisDeadlineSettings, serverSettings } from '../src/index.ts'
 
 const Schema = Type.Object({
   ...serverSettings({ port: 8080 }),
@@ -122,4 +122,14 @@ t.test('the Redis credentials: a user, a password and a CA file, each optional; 
     REDIS_CA_FILE: '/etc/ca.pem',
   })
   t.same(loadConfig(RedisSchema, { REDIS_USERNAME: '', REDIS_CA_FILE: '' }), {})
+})
+
+t.test('the Redis command deadline: 500 ms unless set, from 10 ms to a minute', async (t) => {
+  const DeadlineSchema = Type.Object(redisDeadlineSettings())
+  t.same(loadConfig(DeadlineSchema, {}), { REDIS_DEADLINE_MS: 500 })
+  t.same(loadConfig(DeadlineSchema, { REDIS_DEADLINE_MS: '5000' }), { REDIS_DEADLINE_MS: 5000 })
+  for (const value of ['9', '60001', '1.5', 'soon']) {
+    const error = t.throws(() => loadConfig(DeadlineSchema, { REDIS_DEADLINE_MS: value })) as ConfigError
+    t.match(error.problems, [/^REDIS_DEADLINE_MS /], `${value} is refused`)
+  }
 })

@@ -5,6 +5,7 @@ export { renderSwaggerUi, whyNoBrowser, type RenderedDocs } from './browser.ts'
 export {
   createPrivateRedis,
   createPrivateSentinel,
+  LENIENT_REDIS_DEADLINE_MS,
   startPrivateRedis,
   startPrivateSentinelGroup,
   type PrivateSentinelGroup,

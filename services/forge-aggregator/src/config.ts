@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox'
-import { redisAuthSettings, sentinelSettings, serverSettings, tracingSettings } from '@repo/config'
+import { redisAuthSettings, redisDeadlineSettings, sentinelSettings, serverSettings, tracingSettings } from '@repo/config'
 
 /**
  * forge-aggregator's configuration: every environment variable it reads, with its default and
@@ -86,6 +86,7 @@ export const ForgeAggregatorConfig = Type.Object({
     }),
   ),
   ...redisAuthSettings(),
+  ...redisDeadlineSettings(),
   ...sentinelSettings(),
 })
 

@@ -22,6 +22,7 @@ t.test('defaults: port 3000, api.github.com, octocat, no token, 10 s, 60 s, 30 f
     FORGE_STALE_SECONDS: 86_400,
     FORGE_BUDGET_RESERVE: 0.1,
     FORGE_APP_PUBLIC: false,
+    REDIS_DEADLINE_MS: 500,
     REDIS_SENTINEL_NAME: 'mymaster',
   })
 })

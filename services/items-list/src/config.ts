@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox'
-import { redisAuthSettings, sentinelSettings, serverSettings, tracingSettings } from '@repo/config'
+import { redisAuthSettings, redisDeadlineSettings, sentinelSettings, serverSettings, tracingSettings } from '@repo/config'
 
 /** Every environment variable items-list reads, with its default. */
 export const ItemsListConfig = Type.Object({
@@ -14,6 +14,7 @@ export const ItemsListConfig = Type.Object({
   REDIS_HOST: Type.String({ default: 'localhost', minLength: 1, description: 'Redis host' }),
   REDIS_PORT: Type.Integer({ default: 6379, minimum: 1, maximum: 65535, description: 'Redis port' }),
   ...redisAuthSettings(),
+  ...redisDeadlineSettings(),
   REDIS_DB: Type.Integer({ default: 0, minimum: 0, description: 'Redis database number' }),
   ...sentinelSettings(),
   ITEMS_KEY: Type.String({

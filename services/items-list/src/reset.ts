@@ -21,7 +21,7 @@ if (!process.argv.includes('--yes')) {
 }
 
 const config = loadConfig(ItemsListConfig, process.env)
-const connection = createRedisConnection({ target: redisTarget(config), scripts: ITEM_STORE_SCRIPTS, logger: log, purpose: 'list reset' })
+const connection = createRedisConnection({ target: redisTarget(config), scripts: ITEM_STORE_SCRIPTS, logger: log, purpose: 'list reset', deadlineMs: config.REDIS_DEADLINE_MS })
 const store = createItemStore(connection, { key: config.ITEMS_KEY, maxCount: config.ITEMS_MAX_COUNT, idempotencyTtlSeconds: config.IDEMPOTENCY_TTL_SECONDS })
 for (const started = performance.now(); !connection.isAvailable && performance.now() - started < CONNECT_WAIT_MS; ) await sleep(50)
 try {

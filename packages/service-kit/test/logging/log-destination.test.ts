@@ -34,6 +34,8 @@ t.test('the lines still waiting are written when the process dies of an uncaught
 t.test('a line written alone does not wait for a batch to fill: it is written within about a second', async (t) => {
   const writer = writeLines(1, 'stay')
   t.teardown(() => writer.child.kill())
+  // From the first line's write, not from the spawn: a start on a crowded machine took longer than 5 s.
+  await writer.waitFor(/^started$/m)
   await writer.waitFor(/"i":0/, 5_000)
   t.same(written(writer.output()), [0])
 })

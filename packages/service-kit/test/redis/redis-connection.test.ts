@@ -65,9 +65,10 @@ t.test('Redis down: commands fail at once, the outage is logged once, and the co
   for (let attempt = 0; attempt < 5; attempt++) {
     const started = performance.now()
     await t.rejects(ping(connection), RedisUnavailableError)
-    t.ok(performance.now() - started < 50, 'without waiting')
+    // At once, not after a deadline: 50 ms was outlasted by this process's own turn at load 12-17.
+    t.ok(performance.now() - started < DEADLINE_MS, `without waiting (${Math.round(performance.now() - started)} ms)`)
   }
-  t.ok(outcomes.every((outcome) => outcome === 'error'))
+  t.ok(outcomes.every((outcome) => outcome === 'error'), 'refused, none timed out')
   t.equal(await upValue(), 0)
   // Several reconnection attempts fail meanwhile; the log says so once.
   t.ok(await eventually(async () => messages(lines, 'Redis unavailable; reconnecting in the background').length === 1))

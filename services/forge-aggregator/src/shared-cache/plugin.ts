@@ -38,7 +38,7 @@ type NamespaceSettings = Pick<ForgeAggregatorConfig, 'FORGE_API_URL' | 'FORGE_FO
 
 export interface SharedCachePluginOptions {
   config: NamespaceSettings &
-    Pick<ForgeAggregatorConfig, 'REDIS_URL' | 'REDIS_SENTINELS' | 'REDIS_SENTINEL_NAME' | 'REDIS_USERNAME' | 'REDIS_PASSWORD' | 'REDIS_CA_FILE' | 'FORGE_TIMEOUT_MS'>
+    Pick<ForgeAggregatorConfig, 'REDIS_URL' | 'REDIS_SENTINELS' | 'REDIS_SENTINEL_NAME' | 'REDIS_USERNAME' | 'REDIS_PASSWORD' | 'REDIS_CA_FILE' | 'REDIS_DEADLINE_MS' | 'FORGE_TIMEOUT_MS'>
   /** Whom the upstream answers (`callerOf`): part of the namespace. */
   caller: string | null
 }
@@ -75,6 +75,7 @@ export const sharedCache = fp<SharedCachePluginOptions>(
       target: { ...target, username: config.REDIS_USERNAME, password: config.REDIS_PASSWORD, caFile: config.REDIS_CA_FILE },
       logger: app.log,
       purpose: 'shared cache',
+      deadlineMs: config.REDIS_DEADLINE_MS,
       probeIntervalMs: PROBE_INTERVAL_MS,
       up: { registry: app.metrics, name: 'forge_shared_store_up', help: '1 while the shared cache’s Redis answers, else 0' },
     })

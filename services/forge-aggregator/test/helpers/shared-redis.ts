@@ -1,8 +1,8 @@
 import type { Test } from 'tap'
 import nock from 'nock'
 import { createClient } from 'redis'
-import { eventually, startPrivateRedis } from '@repo/test-support'
-import { buildAggregator, testClock, type BuildOptions, type TestAggregator } from './build.ts'
+import { eventually, LENIENT_REDIS_DEADLINE_MS, startPrivateRedis } from '@repo/test-support'
+import { buildAggregator, testClock, type BuildOptions, type TestAggregator, type TestEnv } from './build.ts'
 import { API, fixtures, RESOURCE_HEADERS } from './upstream.ts'
 
 /** What these helpers ask of a Redis client of the test's own. */
@@ -31,8 +31,11 @@ export async function sharedAvailable(replica: TestAggregator): Promise<boolean>
 /**
  * The private Redis of one test file, which the replicas its tests build share, and a client of
  * the test's own to look into it; emptied (and nock's interceptors with it) after every test.
+ * The replicas wait `LENIENT_REDIS_DEADLINE_MS` on that Redis unless `env` (theirs, under each
+ * test's own) says otherwise: what is shared is these files' subject, not how long Redis takes,
+ * and a replica that set a slow Redis aside would call the upstream itself.
  */
-export async function sharedRedis(t: Test) {
+export async function sharedRedis(t: Test, env: TestEnv = { REDIS_DEADLINE_MS: LENIENT_REDIS_DEADLINE_MS }) {
   // A cache needs no durability: without fsync on every write, a loaded machine does not slow it down.
   const redis = await startPrivateRedis({ durable: false })
   const url = `redis://127.0.0.1:${redis.port}`
@@ -62,7 +65,7 @@ export async function sharedRedis(t: Test) {
     /** `count` replicas sharing this Redis and one clock. */
     replicas: (t: Test, count: number, options: BuildOptions = {}): Promise<TestAggregator[]> => {
       const clock = options.clock ?? testClock()
-      return Promise.all(Array.from({ length: count }, () => buildAggregator(t, { clock, ...options, env: { REDIS_URL: url, ...options.env } })))
+      return Promise.all(Array.from({ length: count }, () => buildAggregator(t, { clock, ...options, env: { REDIS_URL: url, ...env, ...options.env } })))
     },
     /** The key namespace of `replica`, read from the answer it stores for the repository `repo`. */
     namespaceOf: async (replica: TestAggregator, repo: string): Promise<string> => {

@@ -11,7 +11,9 @@ const USER_CALLS = 5
 
 async function appAggregator(t: Test, env: TestEnv = {}, clock: TestClock = testClock()) {
   const upstream = await startAppUpstream(t, clock)
-  const aggregator = await buildAggregator(t, { clock, env: { ...upstream.env, ...env } })
+  // Tokens are the subject, not time: the fake GitHub runs in this process, checking every call's
+  // JWT or token, and 250 calls at once on a crowded machine outlasted the default 10 s.
+  const aggregator = await buildAggregator(t, { clock, env: { ...upstream.env, FORGE_TIMEOUT_MS: 60_000, ...env } })
   return { upstream, ...aggregator }
 }
 
@@ -82,7 +84,7 @@ t.test('50 concurrent requests when the token is due make one renewal', async (t
   await app.inject({ url: usersUrl('mona') })
   advanceClock(TOKEN_LIFETIME_MS)
   const answers = await Promise.all(Array.from({ length: 50 }, (_, index) => app.inject({ url: usersUrl(`user-${index}`) })))
-  t.same(new Set(answers.map((res) => res.statusCode)), new Set([200]))
+  t.same(new Set(answers.map((res) => res.statusCode)), new Set([200]), `other answers: ${[...new Set(answers.filter((res) => res.statusCode !== 200).map((res) => res.body))].join(' | ')}`)
   t.equal(upstream.minted.length, 2)
 })
 

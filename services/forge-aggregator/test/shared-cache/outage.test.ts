@@ -3,9 +3,11 @@ import nock from 'nock'
 import { eventually } from '@repo/test-support'
 import { pingsAnswered, sharedAvailable, sharedRedis, untilWaitingOnAnotherReplica } from '../helpers/shared-redis.ts'
 import { API, RESOURCE_HEADERS, fixtures, recordUnexpectedCalls } from '../helpers/upstream.ts'
+import { ForgeAggregatorConfig } from '../../src/config.ts'
 
 // Redis stopped, hung or never there: every request is still answered, from the upstream alone.
-const { redis, inspector, replicas, reachedRedis, namespaceOf } = await sharedRedis(t)
+// How soon a request is answered when Redis hangs is what these tests check: production's deadline.
+const { redis, inspector, replicas, reachedRedis, namespaceOf } = await sharedRedis(t, { REDIS_DEADLINE_MS: ForgeAggregatorConfig.properties.REDIS_DEADLINE_MS.default })
 
 const HELLO = '/api/forge/repos?repo_name=hello'
 
@@ -82,6 +84,18 @@ t.test('a request waiting on another replica’s production is let go within abo
   t.ok(Date.now() - paused < 1_500, `answered ${Date.now() - paused} ms after Redis hung, not after FORGE_TIMEOUT_MS`)
   redis.resume()
   t.ok(await eventually(() => sharedAvailable(one)))
+})
+
+t.test('REDIS_DEADLINE_MS is the shared cache’s deadline: a hung Redis is given up on past it, and the outage line says after how long', async (t) => {
+  const [one] = await replicas(t, 1, { env: { REDIS_DEADLINE_MS: '1200' } })
+  redis.pause()
+  t.teardown(() => redis.resume())
+  nock(API).get('/repos/octocat/hello').reply(200, fixtures.repository, RESOURCE_HEADERS)
+  t.equal((await one!.app.inject({ method: 'GET', url: HELLO })).statusCode, 200, 'answered from the upstream')
+  const outage = one!.logs.lines.find((line) => line.msg === 'Redis unavailable; reconnecting in the background')
+  t.match(outage, { err: { message: 'Redis did not answer within 1200 ms' } })
+  redis.resume()
+  t.ok(await eventually(() => sharedAvailable(one!)))
 })
 
 t.test('Redis paused (hung): requests are answered within about a second, and sharing resumes when it answers again', async (t) => {

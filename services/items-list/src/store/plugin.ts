@@ -31,6 +31,7 @@ export interface ItemStorePluginOptions {
     | 'REDIS_USERNAME'
     | 'REDIS_PASSWORD'
     | 'REDIS_CA_FILE'
+    | 'REDIS_DEADLINE_MS'
     | 'REDIS_DB'
     | 'REDIS_SENTINELS'
     | 'REDIS_SENTINEL_NAME'
@@ -51,18 +52,20 @@ export const itemStore = fp<ItemStorePluginOptions>(
   async (app, { config }) => {
     const target = redisTarget(config)
     const onCommand = createStoreMetrics(app.metrics)
+    const deadlineMs = config.REDIS_DEADLINE_MS
     const connection = createRedisConnection({
       target,
       scripts: ITEM_STORE_SCRIPTS,
       logger: app.log,
       purpose: 'item store',
+      deadlineMs,
       onCommand,
       up: { registry: app.metrics, ...STORE_UP_GAUGE },
     })
     // Appends that wait for replicas get a connection of their own (see ItemStoreSettings.appends).
     const appends =
       config.ITEMS_MIN_REPLICAS_ACK > 0
-        ? createRedisConnection({ target, scripts: ITEM_STORE_SCRIPTS, logger: app.log, purpose: 'item store appends', onCommand })
+        ? createRedisConnection({ target, scripts: ITEM_STORE_SCRIPTS, logger: app.log, purpose: 'item store appends', deadlineMs, onCommand })
         : undefined
     const countInconsistency = createInconsistencyMetric(app.metrics)
     const settings = {

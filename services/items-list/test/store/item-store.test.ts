@@ -89,6 +89,16 @@ t.test('a command Redis does not answer within 500 ms fails with RedisUnavailabl
   t.same(await listed(app), [], 'answered again once Redis is back')
 })
 
+t.test('REDIS_DEADLINE_MS is the deadline of every command: a Redis that does not answer is given up on past it', async (t) => {
+  const { app, redis, untilReady } = await buildService(t, { env: { REDIS_DEADLINE_MS: '1200' } })
+  redis.pause()
+  t.teardown(() => redis.resume())
+
+  await t.rejects(listed(app), new RedisUnavailableError('Redis did not answer within 1200 ms', { timedOut: true }))
+  redis.resume()
+  await untilReady()
+})
+
 t.test('closing the app gives up waiting on a Redis that stopped answering, and still closes', async (t) => {
   const { app, redis, logs } = await buildService(t)
   redis.pause()
