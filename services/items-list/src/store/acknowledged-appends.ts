@@ -12,8 +12,11 @@ type LeasedClient = Parameters<Parameters<RedisSentinelClient<ItemStoreScripts>[
 /** One connection to the primary: the commands sent on it are run in the order they were sent. */
 export type OneConnection = RedisClient<ItemStoreScripts> | LeasedClient
 
-/** Sends an append's `write` and resolves to its reply once enough replicas hold it. */
-export type AcknowledgedAppend = <T>(command: StoreCommand, write: (connection: OneConnection) => Promise<T>) => Promise<T>
+/**
+ * Sends an append's `write` (a group of appends: one script call) and resolves to its reply once
+ * enough replicas hold it; `askedAt`, when its oldest append was asked (by default, now).
+ */
+export type AcknowledgedAppend = <T>(command: StoreCommand, write: (connection: OneConnection) => Promise<T>, askedAt?: number) => Promise<T>
 
 /** One append waiting for its group to be sent, or for the group's answer. */
 interface Member {
@@ -80,12 +83,12 @@ export function createAcknowledgedAppends(appends: RedisConnection<ItemStoreScri
     })
   }
 
-  return <T>(command: StoreCommand, write: (connection: OneConnection) => Promise<T>) =>
+  return <T>(command: StoreCommand, write: (connection: OneConnection) => Promise<T>, askedAt = performance.now()) =>
     appends.run(
       command,
       (client) =>
         new Promise<T>((resolve, reject) => {
-          waiting.push({ write, askedAt: performance.now(), resolve: resolve as (reply: unknown) => void, reject })
+          waiting.push({ write, askedAt, resolve: resolve as (reply: unknown) => void, reject })
           if (!groupOut) void sendGroups(client)
         }),
     )
