@@ -32,7 +32,8 @@ interface Member {
  * A group's writes, then one `WAIT`, are sent on one connection to the primary, which runs them in
  * that order: the WAIT counts replicas for these writes (the last one's place in the stream
  * covers the others), and never for a fresh connection's, which has written nothing, so that any
- * replica would do. Each write keeps its own reply: one that Redis refuses fails its append alone.
+ * replica would do. Each write (a group of appends, `append-groups.ts`: one script call) keeps its
+ * own reply: one that Redis refuses fails its own group alone.
  *
  * `WAIT` blocks the connection it runs on. One WAIT per append would queue the WAITs of a burst
  * behind each other while the replicas are behind: the fifth append would wait for five, miss the
