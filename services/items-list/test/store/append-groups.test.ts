@@ -29,6 +29,27 @@ t.test('appends asked while one is out go as one group, in arrival order; a lone
   t.same(await storedItems(), ['alone', ...names])
 })
 
+t.test('a group holds at most 128 appends: a full group waiting goes at once, beside the groups out', async (t) => {
+  const { app, storedItems } = await buildService(t)
+  const before = await groupSizes(app)
+  const names = Array.from({ length: 300 }, (_, index) => `name ${index}`)
+  await Promise.all(names.map((name) => app.itemStore.append(name)))
+  const after = await groupSizes(app)
+  t.same({ groups: after.groups - before.groups, appends: after.appends - before.appends }, { groups: 4, appends: 300 }, '1, 128, 128, then the 43 left')
+  t.same(await storedItems(), names, 'in arrival order across groups')
+})
+
+t.test('a group holds at most 64 KB of names: the append that would pass it waits for the next group', async (t) => {
+  const { app, storedItems } = await buildService(t)
+  const before = await groupSizes(app)
+  // 65 names of 1,000 bytes fit; the 1,024 bytes after them do not, and fill the waiting past 64 KB.
+  const names = ['alone', ...Array.from({ length: 65 }, (_, index) => `${index}`.padEnd(1_000, '.')), 'x'.repeat(1_024)]
+  await Promise.all(names.map((name) => app.itemStore.append(name)))
+  const after = await groupSizes(app)
+  t.same({ groups: after.groups - before.groups, alone: after.alone - before.alone }, { groups: 3, alone: 2 }, 'alone, 65 together, then the long one')
+  t.same(await storedItems(), names)
+})
+
 t.test('in a group, replays, conflicts and appends refused at the cap are each answered in their place', async (t) => {
   const { app, storedItems } = await buildService(t, { env: { ITEMS_MAX_COUNT: '3' } })
   t.equal(await app.itemStore.appendOnce('kept', 'k-kept'), 'appended')
