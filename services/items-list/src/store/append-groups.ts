@@ -32,9 +32,9 @@ interface Waiting {
  * is sent at once, alone; the appends that arrive while groups are out wait, and go as the next
  * group once every group out is answered (or at once, when enough wait to fill a group). No timer
  * waits for company: a lone client's append is never held back. Each group is one script call;
- * each append gets its own outcome, or the group's error. `observe` is told each group's size.
+ * each append gets its own outcome, or the group's error. `observe`, if any, is told each group's size.
  */
-export function createAppendGroups(send: SendGroup, observe: (size: number) => void): (append: GroupedAppend) => Promise<OnceOutcome> {
+export function createAppendGroups(send: SendGroup, observe?: (size: number) => void): (append: GroupedAppend) => Promise<OnceOutcome> {
   let waiting: Waiting[] = []
   let waitingBytes = 0
   let groupsOut = 0
@@ -48,7 +48,7 @@ export function createAppendGroups(send: SendGroup, observe: (size: number) => v
     waiting = waiting.slice(taken)
     waitingBytes -= bytes
     groupsOut++
-    observe(group.length)
+    observe?.(group.length)
     const command: StoreCommand = group.some(({ append }) => append.record !== undefined) ? 'append_once' : 'append'
     send(
       command,

@@ -105,7 +105,7 @@ function createAppends(list: ListClient, settings: ItemStoreSettings): Pick<Item
   const appendInGroup = createAppendGroups(
     (command, appends, askedAt) =>
       list.withLayout(command, (listId) => list.acknowledged(command, (client) => client.appendGroup(args, listId, appends), askedAt)),
-    settings.onAppendGroup ?? (() => {}),
+    settings.onAppendGroup,
   )
   return {
     append: (name) => appendInGroup({ name }) as Promise<AppendOutcome>,

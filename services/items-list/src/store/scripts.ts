@@ -277,7 +277,8 @@ end
 
 for i = 1, appends do
   if outcomes[i] == 'appended' then
-    -- One name's write, and everything written for it alone.
+    -- One name's write: whatever is written for this one name (its push, its record; an event
+    -- of the name, were there one) is written here, and only here.
     local name = nameOf(i)
     if toLegacy then
       redis.call('RPUSH', legacy, name)
