@@ -25,7 +25,7 @@ import { listKeys, liveNames } from '../src/store/layout.ts'
 import { appendArguments, ITEM_STORE_SCRIPTS } from '../src/store/scripts.ts'
 
 const KEYS = listKeys('items')
-const APPEND = appendArguments(KEYS, Number.MAX_SAFE_INTEGER)
+const APPEND = appendArguments(KEYS, Number.MAX_SAFE_INTEGER, 86_400)
 const NAIVE_KEY = process.env.NAIVE_KEY ?? 'naive'
 const ADDED = JSON.stringify({ message: 'Item added successfully' })
 const headers = JSON.parse(process.env.HEADERS ?? '') as Record<'GET' | 'POST', Record<string, string>>
@@ -56,7 +56,7 @@ app.get('/items/', async (request, reply) => {
   return reply.header('x-request-id', request.id).headers(headers.GET).send(`{"items":${JSON.stringify(items)}}`)
 })
 app.post<{ Body: { name: string } }>('/items/', async (request, reply) => {
-  await redis.append(APPEND, '', request.body.name)
+  await redis.appendGroup(APPEND, '', [{ name: request.body.name }])
   return reply.code(201).header('x-request-id', request.id).headers(headers.POST).send(ADDED)
 })
 app.get('/naive/', async (request, reply) => {

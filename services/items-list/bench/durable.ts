@@ -19,6 +19,7 @@ import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
 import { createClient } from 'redis'
 import { eventually, findFreePort, loadFor, runServiceSource, startPrivateRedis } from '@repo/test-support'
+import { groupSizes } from './group-sizes.ts'
 
 const { values: options } = parseArgs({
   options: { seconds: { type: 'string', default: '5' }, runs: { type: 'string', default: '3' }, service: { type: 'string' } },
@@ -53,6 +54,7 @@ try {
   }
   const median = [...rates].sort((a, b) => a - b)[Math.floor(rates.length / 2)]!
   console.log(`  median: ${Math.round(median)} appends/s; the list now holds ${await inspector.hGet('items:header', 'count')} names (load average ${load()})`)
+  console.log(`  appends per script call: ${await groupSizes(url)}`)
 } finally {
   service?.child.kill('SIGKILL')
   inspector.destroy()

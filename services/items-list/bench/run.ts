@@ -31,6 +31,7 @@ import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
 import { createClient } from 'redis'
 import { compareInSlices, eventually, findFreePort, reportComparison, runServiceSource, startPrivateRedis, type RunningProcess } from '@repo/test-support'
+import { groupSizes } from './group-sizes.ts'
 
 const SERVICE_ROOT = fileURLToPath(new URL('..', import.meta.url))
 const { values: options } = parseArgs({ options: { shape: { type: 'string', default: 'both' } } })
@@ -115,6 +116,7 @@ try {
     // What the layout's append costs the stack by itself: the bare route running the service's
     // append script, against the same route running RPUSH.
     await compare(ceiling, ceiling, NAIVE_POST, STACK, TARGET, 'for information: the append script alone, the bare route running it (/items/) against RPUSH (/naive/)')
+    console.log(`appends per script call, over every POST of this bench: ${await groupSizes(service.url)}\n`)
     console.log(`the stack's shape, service / ceiling req/s, median of ${STACK.runs} runs (load average ${load()}):`)
     for (const [method, target] of [['POST', TARGET], ['GET', GET_TARGET]] as const) {
       const runs = ratios[method]!

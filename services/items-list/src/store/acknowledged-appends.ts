@@ -14,8 +14,11 @@ type LeasedClient = Parameters<Parameters<RedisSentinelClient<ItemStoreScripts>[
 /** One connection to the primary: the commands sent on it are run in the order they were sent. */
 export type OneConnection = RedisClient<ItemStoreScripts> | LeasedClient
 
-/** Sends an append's `write` and resolves to its reply once enough replicas hold it. */
-export type AcknowledgedAppend = <T>(command: StoreCommand, write: (connection: OneConnection) => Promise<T>) => Promise<T>
+/**
+ * Sends an append's `write` (a group of appends: one script call) and resolves to its reply once
+ * enough replicas hold it; `askedAt`, when its oldest append was asked (by default, now).
+ */
+export type AcknowledgedAppend = <T>(command: StoreCommand, write: (connection: OneConnection) => Promise<T>, askedAt?: number) => Promise<T>
 
 /** One append waiting for its group to be sent, or for the group's answer. */
 interface Member {
@@ -31,7 +34,8 @@ interface Member {
  * A group's writes, then one `WAIT`, are sent on one connection to the primary, which runs them in
  * that order: the WAIT counts replicas for these writes (the last one's place in the stream
  * covers the others), and never for a fresh connection's, which has written nothing, so that any
- * replica would do. Each write keeps its own reply: one that Redis refuses fails its append alone.
+ * replica would do. Each write (a group of appends, `append-groups.ts`: one script call) keeps its
+ * own reply: one that Redis refuses fails its own group alone.
  *
  * `WAIT` blocks the connection it runs on. One WAIT per append would queue the WAITs of a burst
  * behind each other while the replicas are behind: the fifth append would wait for five, miss the
@@ -82,12 +86,12 @@ export function createAcknowledgedAppends(appends: RedisConnection<ItemStoreScri
     })
   }
 
-  return <T>(command: StoreCommand, write: (connection: OneConnection) => Promise<T>) =>
+  return <T>(command: StoreCommand, write: (connection: OneConnection) => Promise<T>, askedAt = performance.now()) =>
     appends.run(
       command,
       (client) =>
         new Promise<T>((resolve, reject) => {
-          waiting.push({ write, askedAt: performance.now(), resolve: resolve as (reply: unknown) => void, reject })
+          waiting.push({ write, askedAt, resolve: resolve as (reply: unknown) => void, reject })
           if (!groupOut) void sendGroups(client)
         }),
     )

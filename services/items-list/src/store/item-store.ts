@@ -7,6 +7,7 @@ import { createListClient, MIGRATE_STEP_CHUNKS, type ListClient, type ListClient
 import type { ListCounts } from './metrics.ts'
 import { createReads } from './reads.ts'
 import { appendArguments, type AppendOutcome, type ItemStoreScripts, type OnceOutcome } from './scripts.ts'
+import { createAppendGroups } from './append-groups.ts'
 
 export type { AppendOutcome, OnceOutcome } from './scripts.ts'
 export type { Page, ReadPosition } from './layout.ts'
@@ -73,6 +74,8 @@ export interface ItemStoreSettings extends ListClientSettings {
   maxCount: number
   /** `IDEMPOTENCY_TTL_SECONDS`: how long an idempotency key is remembered after its append. */
   idempotencyTtlSeconds: number
+  /** Told the size of each group of appends sent (`items_store_append_group_size`). */
+  onAppendGroup?: (size: number) => void
 }
 
 /**
@@ -95,21 +98,20 @@ export function createItemStore(connection: RedisConnection<ItemStoreScripts>, s
 }
 
 /**
- * Appends, their arguments built once: each is one script run (`withLayout` sends it again only
- * when the list has no layout yet).
+ * Appends, committed in groups (`append-groups.ts`), their arguments built once: each group is
+ * one script run (`withLayout` sends it again only when the list has no layout yet), then, with
+ * `ITEMS_MIN_REPLICAS_ACK`, one WAIT.
  */
 function createAppends(list: ListClient, settings: ItemStoreSettings): Pick<ItemStore, 'append' | 'appendOnce'> {
-  const args = appendArguments(list.keys, settings.maxCount)
-  const ttl = String(settings.idempotencyTtlSeconds)
+  const args = appendArguments(list.keys, settings.maxCount, settings.idempotencyTtlSeconds)
+  const appendInGroup = createAppendGroups(
+    (command, appends, askedAt) =>
+      list.withLayout(command, (listId) => list.acknowledged(command, (client) => client.appendGroup(args, listId, appends), askedAt)),
+    settings.onAppendGroup,
+  )
   return {
-    append(name) {
-      return list.withLayout('append', (listId) => list.acknowledged('append', (client) => client.append(args, listId, name)))
-    },
-    appendOnce(name, idempotencyKey) {
-      const record = list.keys.idempotency(idempotencyKey)
-      const fingerprint = nameFingerprint(name)
-      return list.withLayout('append_once', (listId) => list.acknowledged('append_once', (client) => client.appendOnce(args, listId, name, record, fingerprint, ttl)))
-    },
+    append: (name) => appendInGroup({ name }) as Promise<AppendOutcome>,
+    appendOnce: (name, idempotencyKey) => appendInGroup({ name, record: list.keys.idempotency(idempotencyKey), fingerprint: nameFingerprint(name) }),
   }
 }
 

@@ -29,8 +29,11 @@ export interface ListClient {
   /** An id for a script to give the list if it is the one to make it (`ensure()`). */
   newListId(): string
   run<T>(command: StoreCommand, send: Send<T>): Promise<T>
-  /** `write`, resolved at once, or once enough replicas hold it (`ITEMS_MIN_REPLICAS_ACK`). */
-  acknowledged<T>(command: StoreCommand, write: (client: OneConnection | RedisCommands<ItemStoreScripts>) => Promise<T>): Promise<T>
+  /**
+   * `write`, resolved at once, or once enough replicas hold it (`ITEMS_MIN_REPLICAS_ACK`), waiting
+   * for them no longer than half the deadline from `askedAt` (when its oldest append was asked).
+   */
+  acknowledged<T>(command: StoreCommand, write: (client: OneConnection | RedisCommands<ItemStoreScripts>) => Promise<T>, askedAt?: number): Promise<T>
   /**
    * Rejects with `InconsistentListError` when the list's keys disagree, as one script sees them,
    * or when chunks are left without an index and a header (looked for only when both are absent).
@@ -105,7 +108,7 @@ export function createListClient(connection: RedisConnection<ItemStoreScripts>, 
     },
     newListId,
     run,
-    acknowledged: (command, write) => (sendAcknowledged ? refused(report, command, sendAcknowledged(command, write)) : run(command, write)),
+    acknowledged: (command, write, askedAt) => (sendAcknowledged ? refused(report, command, sendAcknowledged(command, write, askedAt)) : run(command, write)),
     async check(command) {
       const reason = await run(command, (client) => client.check(keys))
       if (reason === NO_LAYOUT) return refuseLeftChunks(command)

@@ -65,6 +65,23 @@ export function createInconsistencyMetric(registry: Registry): (command: StoreCo
   return (command) => refused.inc({ command })
 }
 
+/** Group sizes up to the largest a group may be (`MAX_GROUP_APPENDS`). */
+const GROUP_SIZE_BUCKETS = [1, 2, 4, 8, 16, 32, 64, 128]
+
+/**
+ * `items_store_append_group_size` in `registry`: how many appends each script call of appends
+ * carried (docs/list.md, "Appends in groups"); returns what records one group.
+ */
+export function createAppendGroupMetric(registry: Registry): (size: number) => void {
+  const sizes = new Histogram({
+    name: 'items_store_append_group_size',
+    help: 'Appends committed together by one script call (1: an append alone)',
+    buckets: GROUP_SIZE_BUCKETS,
+    registers: [registry],
+  })
+  return (size) => sizes.observe(size)
+}
+
 /** What `createListMetrics` reads from Redis at each scrape (the store's `counts()`). */
 export interface ListCounts {
   /** Names in the list. */

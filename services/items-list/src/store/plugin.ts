@@ -7,7 +7,7 @@ import type { ItemsListConfig } from '../config.ts'
 import { createItemStore, type ItemStore } from './item-store.ts'
 import type { StoreCommand } from './metrics.ts'
 import { ITEM_STORE_SCRIPTS } from './scripts.ts'
-import { createInconsistencyMetric, createListMetrics, createStoreMetrics, STORE_UP_GAUGE } from './metrics.ts'
+import { createAppendGroupMetric, createInconsistencyMetric, createListMetrics, createStoreMetrics, STORE_UP_GAUGE } from './metrics.ts'
 import { migrateInBackground } from './migration.ts'
 
 declare module 'fastify' {
@@ -73,6 +73,7 @@ export const itemStore = fp<ItemStorePluginOptions>(
       maxCount: config.ITEMS_MAX_COUNT,
       idempotencyTtlSeconds: config.IDEMPOTENCY_TTL_SECONDS,
       minReplicasAck: config.ITEMS_MIN_REPLICAS_ACK,
+      onAppendGroup: createAppendGroupMetric(app.metrics),
       onInconsistent(command: StoreCommand, reason: string) {
         countInconsistency(command)
         app.log.error({ command, reason, key: config.ITEMS_KEY }, "the list's keys disagree: refusing to append, read or delete until they are repaired or the list is reset")

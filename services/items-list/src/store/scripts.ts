@@ -150,51 +150,18 @@ end
 `
 
 /**
- * The append of ARGV[2] under the cap ARGV[3] (ITEMS_MAX_COUNT), written once for both appends:
- * 'full' at the cap, NO_LAYOUT when the layout must be made and ARGV[1] holds no id, else
- * 'appended' (after the names an earlier version's list still holds, while one does). Its common
- * case, the list there and its keys agreeing, is four O(1) commands (the header read, the index's
- * id checked, the push, the header written) before PRELUDE is ever made: a hot path, and Redis's
- * time is everyone's. Anything else (no layout, keys that disagree) goes through ensure() first,
- * which refuses or makes the layout, and the header is read again.
- */
-const APPEND = `
-local at = redis.call('HMGET', header, 'count', 'tail', 'fill', '${LEGACY_MEMBER}', 'id')
--- The index still holds the header's id: it was neither deleted nor replaced. pcall: a plain list
--- at the key answers WRONGTYPE (an error, not a score), which ensure() names.
-if not (at[5] and type(redis.pcall('ZSCORE', index, '${ID_PREFIX}' .. at[5])) == 'string') then
-  ${PRELUDE}
-  if not ensure() then return '${NO_LAYOUT}' end
-  at = redis.call('HMGET', header, 'count', 'tail', 'fill', '${LEGACY_MEMBER}')
-end
-local count, tail, fill = tonumber(at[1]), tonumber(at[2]), tonumber(at[3])
-if count >= tonumber(ARGV[3]) then return 'full' end
-if at[4] then
-  redis.call('RPUSH', legacy, ARGV[2])
-  redis.call('HSET', header, 'count', count + 1)
-  return 'appended'
-end
-if fill >= ${CHUNK_NAMES} then
-  tail, fill = tail + 1, 0
-  redis.call('ZADD', index, tail, tail)
-end
-redis.call('RPUSH', index .. '${CHUNK_INFIX}' .. tail, ARGV[2])
-redis.call('HSET', header, 'count', count + 1, 'tail', tail, 'fill', fill + 1)
-return 'appended'
-`
-
-/**
- * One way to declare a script: its Lua, how many of its arguments are keys, how a call's
- * arguments become KEYS and ARGV, and what its reply means. node-redis sends it by SHA, and loads
- * it once where Redis does not know it (after a restart or a failover).
+ * One way to declare a script: its Lua, how many of its arguments are keys (undefined where each
+ * call says so first, as a group's records vary), how a call's arguments become KEYS and ARGV, and
+ * what its reply means. node-redis sends it by SHA, and loads it once where Redis does not know it
+ * (after a restart or a failover).
  */
 function script<Args extends unknown[], Reply>(
   lua: string,
-  numberOfKeys: number,
+  numberOfKeys: number | undefined,
   parseCommand: (parser: CommandParser, ...args: Args) => void,
   transformReply: (reply: unknown) => Reply,
 ): Script<Args, Reply> {
-  return defineScript({ SCRIPT: lua, NUMBER_OF_KEYS: numberOfKeys, parseCommand, transformReply })
+  return defineScript({ SCRIPT: lua, ...(numberOfKeys === undefined ? {} : { NUMBER_OF_KEYS: numberOfKeys }), parseCommand, transformReply })
 }
 
 /** A declared script as node-redis types a client's method: its arguments and its reply. */
@@ -203,60 +170,153 @@ type Script<Args extends unknown[], Reply> = RedisScripts[string] & {
   transformReply(this: void, reply: unknown): Reply
 }
 
-/** What every append of one list sends alike, built once: its keys and ITEMS_MAX_COUNT as text. */
+/**
+ * What every group of appends of one list sends alike, built once (`appendArguments`): its keys,
+ * ITEMS_MAX_COUNT and IDEMPOTENCY_TTL_SECONDS as text.
+ */
 export interface AppendArguments {
   keys: LayoutKeys
   maxCount: string
+  ttlSeconds: string
 }
 
-export function appendArguments(keys: ListKeys, maxCount: number): AppendArguments {
-  return { keys: layoutKeys(keys), maxCount: String(maxCount) }
+export function appendArguments(keys: ListKeys, maxCount: number, ttlSeconds: number): AppendArguments {
+  return { keys: layoutKeys(keys), maxCount: String(maxCount), ttlSeconds: String(ttlSeconds) }
 }
 
-/** ARGV[1]: a list id, or '' (the common case). ARGV[2]: the name, ARGV[3]: ITEMS_MAX_COUNT. */
-const appendScript = script(
-  `${DECLARED}
-${KEYS}
-${APPEND}`,
-  3,
-  (parser, list: AppendArguments, listId: string, name: string) => {
-    parser.pushKeys(list.keys)
-    parser.push(listId, name, list.maxCount)
-  },
-  (reply) => String(reply) as AppendOutcome | typeof NO_LAYOUT,
-)
+/** One append of a group: its name, and for one made under an idempotency key, its record's key and the name's fingerprint. */
+export interface GroupedAppend {
+  name: string
+  record?: string
+  fingerprint?: string
+}
 
 /**
- * KEYS[4]: the key's record. ARGV[2]: the name, ARGV[3]: ITEMS_MAX_COUNT, ARGV[4]: the name's
- * fingerprint, ARGV[5]: the record's lifetime (s). The record is read first, so that a retry of
- * an append stored before the list filled up still gets its first answer. One script: the append
- * and its record are stored together or not at all, and the append-only file keeps them together
- * across a crash. A replay rewrites the record as it is, so that a `WAIT` after it waits for the
- * replicas to hold the record, wherever the first append was made.
+ * The appends of a group, in arrival order (docs/list.md, "Appends in groups"). ARGV[1]: a list
+ * id, or '' (the common case); ARGV[2]: ITEMS_MAX_COUNT; ARGV[3]: a record's lifetime (s); then
+ * two arguments an append: its name and its fingerprint ('' without an idempotency key). KEYS[4]
+ * on: the records of the appends that have a key, in the same order. Answers NO_LAYOUT having
+ * written nothing, or an outcome per append, in order: 'appended', 'full' (the cap reached, by
+ * the list or by the appends before it in the group), 'replayed' or 'conflict' (its key already
+ * used, before or earlier in the group, for the same name or another).
+ *
+ * Never written in part: it reads everything it decides on first (the records, the header, the
+ * index's id, each chunk it will open), and refuses or answers NO_LAYOUT before its first write.
+ * Past that, no command can fail: the first write is the first name's RPUSH (a chunk or the
+ * legacy list that is not a list fails there, with nothing written yet), every later RPUSH goes to
+ * that same key or to a chunk found absent, and Redis refuses a declared script for want of
+ * memory before it runs, never half-way. Its common case (the list there, its keys agreeing) is
+ * the header read, the index's id checked, a push a name and the header written, before PRELUDE is
+ * ever made: a hot path, and Redis's time is everyone's.
  */
-const appendOnceScript = script(
+const appendGroupScript = script(
   `${DECLARED}
 ${KEYS}
-local recorded = redis.call('GET', KEYS[4])
-if recorded then
-  if recorded ~= ARGV[4] then return 'conflict' end
-  ${PRELUDE}
-  -- A replay's 201 says too that a read shows the name: not over keys that disagree.
-  if not ensure() then return '${NO_LAYOUT}' end
-  redis.call('SET', KEYS[4], recorded, 'KEEPTTL')
-  return 'replayed'
+local maxCount, ttl = tonumber(ARGV[2]), ARGV[3]
+local appends = (#ARGV - 3) / 2
+local function nameOf(i) return ARGV[2 + 2 * i] end
+local function fingerprintOf(i) return ARGV[3 + 2 * i] end
+
+-- Each record read once; a group of conflicts alone needs no list.
+local recordOf, stored, needsList = {}, {}, false
+local nextKey = 3
+for i = 1, appends do
+  local fingerprint = fingerprintOf(i)
+  if fingerprint == '' then
+    needsList = true
+  else
+    nextKey = nextKey + 1
+    local record = KEYS[nextKey]
+    recordOf[i] = record
+    if stored[record] == nil then stored[record] = redis.call('GET', record) end
+    if stored[record] == false or stored[record] == fingerprint then needsList = true end
+  end
 end
-local outcome = (function()
-${APPEND}
-end)()
-if outcome == 'appended' then redis.call('SET', KEYS[4], ARGV[4], 'EX', ARGV[5]) end
-return outcome`,
-  4,
-  (parser, list: AppendArguments, listId: string, name: string, record: string, fingerprint: string, ttlSeconds: string) => {
-    parser.pushKeys([...list.keys, record])
-    parser.push(listId, name, list.maxCount, fingerprint, ttlSeconds)
+
+local at = {}
+if needsList then
+  at = redis.call('HMGET', header, 'count', 'tail', 'fill', '${LEGACY_MEMBER}', 'id')
+  -- The index still holds the header's id: it was neither deleted nor replaced. pcall: a plain list
+  -- at the key answers WRONGTYPE (an error, not a score), which ensure() names.
+  if not (at[5] and type(redis.pcall('ZSCORE', index, '${ID_PREFIX}' .. at[5])) == 'string') then
+    ${PRELUDE}
+    if not ensure() then return '${NO_LAYOUT}' end
+    at = redis.call('HMGET', header, 'count', 'tail', 'fill', '${LEGACY_MEMBER}')
+  end
+end
+
+-- Each append's outcome, in order, as if each were a script of its own.
+local outcomes, recordedHere = {}, {}
+-- A group of conflicts alone read no header: it stores nothing, from a count of 0.
+local count, tail, fill, toLegacy = tonumber(at[1]) or 0, tonumber(at[2]), tonumber(at[3]), at[4]
+local before = count
+for i = 1, appends do
+  local record = recordOf[i]
+  local recorded = record and (recordedHere[record] or stored[record])
+  if recorded then
+    outcomes[i] = recorded == fingerprintOf(i) and 'replayed' or 'conflict'
+  elseif count >= maxCount then
+    outcomes[i] = 'full'
+  else
+    outcomes[i] = 'appended'
+    count = count + 1
+    if record then recordedHere[record] = fingerprintOf(i) end
+  end
+end
+
+-- The chunks the group opens must not be there: a push into one would fail half-way through the
+-- group, or put names where no read looks.
+if count > before and not toLegacy then
+  local opens = math.ceil((count - before - (${CHUNK_NAMES} - fill)) / ${CHUNK_NAMES})
+  for n = tail + 1, tail + opens do
+    if redis.call('EXISTS', index .. '${CHUNK_INFIX}' .. n) == 1 then
+      error({err = '${INCONSISTENT} chunk ' .. n .. ' is there already, past the last chunk ' .. tail})
+    end
+  end
+end
+
+for i = 1, appends do
+  if outcomes[i] == 'appended' then
+    -- One name's write: whatever is written for this one name (its push, its record; an event
+    -- of the name, were there one) is written here, and only here.
+    local name = nameOf(i)
+    if toLegacy then
+      redis.call('RPUSH', legacy, name)
+    else
+      if fill >= ${CHUNK_NAMES} then
+        tail, fill = tail + 1, 0
+        redis.call('ZADD', index, tail, tail)
+      end
+      redis.call('RPUSH', index .. '${CHUNK_INFIX}' .. tail, name)
+      fill = fill + 1
+    end
+    if recordOf[i] then redis.call('SET', recordOf[i], fingerprintOf(i), 'EX', ttl) end
+  end
+end
+if count > before then
+  if toLegacy then
+    redis.call('HSET', header, 'count', count)
+  else
+    redis.call('HSET', header, 'count', count, 'tail', tail, 'fill', fill)
+  end
+end
+-- A replay rewrites its record as it is, so that a WAIT after the group waits for the replicas to
+-- hold the record, wherever the first append was made.
+for i = 1, appends do
+  local record = recordOf[i]
+  if outcomes[i] == 'replayed' and stored[record] then redis.call('SET', record, stored[record], 'KEEPTTL') end
+end
+return outcomes`,
+  undefined,
+  (parser, list: AppendArguments, listId: string, appends: readonly GroupedAppend[]) => {
+    const records = appends.flatMap(({ record }) => (record === undefined ? [] : [record]))
+    parser.push(String(list.keys.length + records.length))
+    parser.pushKeys(list.keys)
+    parser.pushKeys(records)
+    parser.push(listId, list.maxCount, list.ttlSeconds)
+    for (const { name, fingerprint } of appends) parser.push(name, fingerprint ?? '')
   },
-  (reply) => String(reply) as OnceOutcome | typeof NO_LAYOUT,
+  (reply) => (reply === NO_LAYOUT ? NO_LAYOUT : (reply as OnceOutcome[])),
 )
 
 /**
@@ -409,8 +469,7 @@ return tail`,
 
 /** The Lua scripts the store's connection must be opened with (`createRedisConnection`'s `scripts`). */
 export const ITEM_STORE_SCRIPTS = {
-  append: appendScript,
-  appendOnce: appendOnceScript,
+  appendGroup: appendGroupScript,
   removeStep: removeStepScript,
   migrateStep: migrateStepScript,
   check: checkScript,
