@@ -63,3 +63,11 @@ t.test('a personal token is sent as it is and never renewed; without anything, c
   const anonymous = createCredentials({ configured: { kind: 'anonymous' }, budget, reserve: 0, send, now, logger: log })
   t.same(await anonymous.credentialFor(undefined, log), { kind: 'anonymous', budget, token: undefined })
 })
+
+t.test("a mint that fails otherwise (a 500) fails the call: only GitHub's refusal sends the account to the default", async (t) => {
+  const budget = new RateLimitBudget({ reserve: 0, now })
+  const send: AppRequest = async ({ path }) => (path.endsWith('/installation') ? { statusCode: 200, text: '{"id":101}' } : { statusCode: 500, text: '{}' })
+  const configured = { kind: 'public-app', appId: '1', privateKey, defaultInstallationId: '100' } as const
+  const credentials = createCredentials({ configured, budget, reserve: 0, send, now, logger: log })
+  await t.rejects(credentials.credentialFor('alice', log), { name: 'UpstreamFailure', status: 500 })
+})

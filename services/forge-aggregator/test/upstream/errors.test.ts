@@ -2,7 +2,7 @@ import t, { type Test } from 'tap'
 import nock from 'nock'
 import { Type } from '@sinclair/typebox'
 import { TypeCompiler } from '@sinclair/typebox/compiler'
-import { UpstreamFailure, UpstreamNotFound, UpstreamRateLimited } from '../../src/upstream/errors.ts'
+import { transportFailure, UpstreamFailure, UpstreamNotFound, UpstreamRateLimited } from '../../src/upstream/errors.ts'
 import { buildAggregator, testClock, type TestClock, type TestEnv } from '../helpers/build.ts'
 import { API, recordUnexpectedCalls } from '../helpers/upstream.ts'
 
@@ -112,3 +112,8 @@ t.test('a JSON body that is not an object or a list is an unexpected body', asyn
   await t.rejects(client.get('/null', BODY), { name: 'UpstreamFailure', message: /^Upstream sent an unexpected body/ })
 })
 
+
+t.test('a programming error of ours is thrown as it is, not taken for the upstream failing', async (t) => {
+  const bug = new TypeError('cannot read properties of undefined')
+  t.equal(t.throws(() => transportFailure(bug, false, 1_000, (message) => message)), bug)
+})
