@@ -10,8 +10,8 @@ import { signAppJwt, type AppRequest } from './app-calls.ts'
 
 /**
  * Which installation of a public App each account has (docs/github-app.md, "How an account's
- * installation is found"): looked up with the App's JWT, remembered (in Redis with one), and kept
- * exact by the `installation` webhooks.
+ * installation is found, and the tokens"): looked up with the App's JWT, remembered (in Redis with
+ * one), and kept exact by the `installation` webhooks.
  */
 
 /**
