@@ -5,7 +5,8 @@ import { RedisUnavailableError, type RedisCommands, type RedisConnection } from 
 import { createAcknowledgedAppends, type OneConnection } from './acknowledged-appends.ts'
 import { InconsistentListError } from './errors.ts'
 import { listKeys, type ListKeys } from './layout.ts'
-import { INCONSISTENT, NO_LAYOUT, type ItemStoreScripts, type MigrationProgress } from './scripts.ts'
+import { INCONSISTENT, NO_LAYOUT } from './lua.ts'
+import type { ItemStoreScripts, MigrationProgress } from './scripts.ts'
 import type { StoreCommand } from './metrics.ts'
 
 /** Chunks a migration step moves: about 2 ms of Redis's time for names of 16 bytes. */

@@ -3,7 +3,8 @@ import pino from 'pino'
 import { createRedisConnection } from '@repo/service-kit'
 import { startPrivateRedis } from '@repo/test-support'
 import { createListClient, type ChunkKey } from '../../src/store/list-client.ts'
-import { ITEM_STORE_SCRIPTS, NO_LAYOUT } from '../../src/store/scripts.ts'
+import { NO_LAYOUT } from '../../src/store/lua.ts'
+import { ITEM_STORE_SCRIPTS } from '../../src/store/scripts.ts'
 import { connectInspector } from '../helpers/service.ts'
 
 // How the store's parts send commands about the list: a script's refusal made an
