@@ -1,6 +1,6 @@
 import t from 'tap'
 import nock from 'nock'
-import { buildInMode, CREDENTIAL_MODES } from '../helpers/credential-modes.ts'
+import { buildInMode, CREDENTIAL_MODES } from '../helpers/app-upstream.ts'
 import { startLocalUpstream } from '../helpers/local-upstream.ts'
 import { API, makeUser } from '../helpers/upstream.ts'
 

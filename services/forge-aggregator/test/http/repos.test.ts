@@ -1,7 +1,7 @@
 import t from 'tap'
 import nock from 'nock'
 import { buildAggregator } from '../helpers/build.ts'
-import { askedOn401, buildInMode, CREDENTIAL_MODES, DEFAULT_INSTALLATION } from '../helpers/credential-modes.ts'
+import { askedOn401, buildInMode, CREDENTIAL_MODES, DEFAULT_INSTALLATION } from '../helpers/app-upstream.ts'
 import { API, PINNED_HEADERS, RESOURCE_HEADERS, fixtures, makeRepo, recordUnexpectedCalls } from '../helpers/upstream.ts'
 
 t.afterEach(() => {

@@ -1,7 +1,7 @@
 import t from 'tap'
 import nock from 'nock'
 import { untilUpstreamAnswered } from '../helpers/build.ts'
-import { appCallsFor, buildInMode, CREDENTIAL_MODES } from '../helpers/credential-modes.ts'
+import { appCallsFor, buildInMode, CREDENTIAL_MODES } from '../helpers/app-upstream.ts'
 import {
   API,
   heldReply,

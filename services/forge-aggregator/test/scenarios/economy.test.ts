@@ -2,7 +2,7 @@ import t from 'tap'
 import nock from 'nock'
 import { eventually } from '@repo/test-support'
 import { untilRequestsIn } from '../helpers/build.ts'
-import { appCallsFor, buildInMode, CREDENTIAL_MODES } from '../helpers/credential-modes.ts'
+import { appCallsFor, buildInMode, CREDENTIAL_MODES } from '../helpers/app-upstream.ts'
 import { API, RESOURCE_HEADERS, SEARCH_HEADERS, fixtures, heldReply, makeFollowers, makeRepos, makeUser, mockSearch, mockUser, recordUnexpectedCalls } from '../helpers/upstream.ts'
 
 t.afterEach(() => {

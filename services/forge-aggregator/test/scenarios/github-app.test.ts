@@ -1,8 +1,9 @@
+import { generateKeyPairSync } from 'node:crypto'
 import t, { type Test } from 'tap'
 import { createClient } from 'redis'
 import { eventually, startPrivateRedis } from '@repo/test-support'
 import { buildAggregator, testClock, type TestClock, type TestEnv } from '../helpers/build.ts'
-import { startAppUpstream, TOKEN_LIFETIME_MS, type AppUpstream } from '../helpers/app-upstream.ts'
+import { INSTALLATION_ID, startAppUpstream, TOKEN_LIFETIME_MS, type AppUpstream } from '../helpers/app-upstream.ts'
 
 const MINUTE_MS = 60_000
 const usersUrl = (login: string) => `/api/forge/users?user_name=${login}`
@@ -189,8 +190,8 @@ t.test('after a 401 has renewed the token, a late failure that quotes the refuse
 t.test('a JWT the upstream refuses (wrong key) is a 500 that names no secret', async (t) => {
   const clock = testClock()
   const upstream = await startAppUpstream(t, clock)
-  const other = await startAppUpstream(t, clock)
-  const { app, logs } = await buildAggregator(t, { clock, env: { ...upstream.env, FORGE_APP_PRIVATE_KEY: other.privateKeyPem } })
+  const other = generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey.export({ type: 'pkcs8', format: 'pem' }) as string
+  const { app, logs } = await buildAggregator(t, { clock, env: { ...upstream.env, FORGE_APP_PRIVATE_KEY: other } })
   const res = await app.inject({ url: usersUrl('mona') })
   t.equal(res.statusCode, 500)
   t.match(res.json(), { error: 'Failed to fetch forge data', details: 'GitHub App installation token request answered 401' })
@@ -227,7 +228,7 @@ t.test('list mode: an installation on another account, or on selected repositori
   const { app, upstream } = await appAggregator(t, { FORGE_DEFAULT_USER: 'octo', FORGE_CACHE_TTL_SECONDS: 0 })
   t.equal((await app.inject({ url: '/api/forge/repos' })).statusCode, 200)
   t.same(upstream.calls(), ['/users/octo/repos?sort=updated&per_page=100'])
-  upstream.installation = { login: 'octo', selection: 'selected' }
+  Object.assign(upstream.installations.get(INSTALLATION_ID)!, { login: 'octo', selection: 'selected' })
   // The account is remembered: what changed upstream does not change the answer until a restart.
   t.equal((await app.inject({ url: '/api/forge/repos' })).statusCode, 200)
   t.equal(upstream.requests.filter((request) => request.path === '/app/installations/9001').length, 1, 'the account is asked once per process')
@@ -236,7 +237,7 @@ t.test('list mode: an installation on another account, or on selected repositori
 t.test('list mode: an installation with only selected repositories gives the public list; a failed account lookup too, asked again next time', async (t) => {
   const clock = testClock()
   const upstream = await startAppUpstream(t, clock)
-  upstream.installation = { login: 'mona', selection: 'selected' }
+  Object.assign(upstream.installations.get(INSTALLATION_ID)!, { login: 'mona', selection: 'selected' })
   const { app } = await buildAggregator(t, { clock, env: { ...upstream.env, FORGE_DEFAULT_USER: 'mona', FORGE_CACHE_TTL_SECONDS: 0 } })
   await app.inject({ url: '/api/forge/repos' })
   t.same(upstream.calls(), ['/users/mona/repos?sort=updated&per_page=100'])

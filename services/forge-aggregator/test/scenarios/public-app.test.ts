@@ -1,7 +1,7 @@
 import t, { type Test } from 'tap'
 import { eventually } from '@repo/test-support'
 import { buildAggregator, testClock, type TestAggregator, type TestClock, type TestEnv } from '../helpers/build.ts'
-import { startPublicAppUpstream, type PublicAppUpstream } from '../helpers/public-app-upstream.ts'
+import { installationOn, startAppUpstream, type AppUpstream } from '../helpers/app-upstream.ts'
 import { sharedRedis } from '../helpers/shared-redis.ts'
 import { githubDeliveries, WEBHOOK_SECRET } from '../helpers/webhook-deliveries.ts'
 
@@ -14,21 +14,21 @@ const MINUTE_MS = 60_000
 const usersUrl = (login: string) => `/api/forge/users?user_name=${login}`
 const redis = await sharedRedis(t)
 
-function installAll(upstream: PublicAppUpstream): void {
-  upstream.installations.set(DEFAULT_INSTALLATION, { login: 'forge-operator', suspended: false, core: 5000, search: 30 })
-  for (const [login, id] of Object.entries(INSTALLED)) upstream.installations.set(id, { login, suspended: false, core: 5000, search: 30 })
+function installAll(upstream: AppUpstream): void {
+  upstream.installations.set(DEFAULT_INSTALLATION, installationOn('forge-operator'))
+  for (const [login, id] of Object.entries(INSTALLED)) upstream.installations.set(id, installationOn(login))
 }
 
 async function publicApp(t: Test, env: TestEnv = {}, clock: TestClock = testClock()) {
-  const upstream = await startPublicAppUpstream(t, clock)
+  const upstream = await startAppUpstream(t, clock, { public: true })
   installAll(upstream)
   const aggregator = await buildAggregator(t, { clock, env: { ...upstream.env, FORGE_APP_INSTALLATION_ID: DEFAULT_INSTALLATION, FORGE_WEBHOOK_SECRET: WEBHOOK_SECRET, ...env } })
   return { upstream, ...aggregator }
 }
 
 /** The credentials the calls about `login` went with. */
-const credentialsOf = (upstream: PublicAppUpstream, login: string) =>
-  new Set(upstream.calls.filter((call) => call.path.includes(`/users/${login}`) || call.path.includes(`author%3A${login}+`)).map((call) => call.credential))
+const credentialsOf = (upstream: AppUpstream, login: string) =>
+  new Set(upstream.charged.filter((call) => call.path.includes(`/users/${login}`) || call.path.includes(`author%3A${login}+`)).map((call) => call.credential))
 
 const installationPayload = (action: string, id: string, login: string) => ({ action, installation: { id: Number(id), account: { login } }, sender: { login } })
 
@@ -52,11 +52,11 @@ t.test('each installed account is charged to its own installation only, the unin
   t.comment(`Upstream calls per credential, one users answer for each of ${ACCOUNTS.join(', ')}:\n${upstream.table()}`)
 
   // The searches count public issues only: an installation's token may reach its account's private repositories.
-  t.ok(upstream.calls.filter((call) => call.path.startsWith('/search/')).every((call) => call.path.includes('is%3Apublic')))
+  t.ok(upstream.charged.filter((call) => call.path.startsWith('/search/')).every((call) => call.path.includes('is%3Apublic')))
   // repos goes with the default, whoever the owner.
-  const callsBefore = upstream.calls.length
+  const callsBefore = upstream.charged.length
   t.equal((await app.inject({ url: '/api/forge/repos?user_name=alice' })).statusCode, 200)
-  t.same(new Set(upstream.calls.slice(callsBefore).map((call) => call.credential)), new Set([`installation ${DEFAULT_INSTALLATION}`]))
+  t.same(new Set(upstream.charged.slice(callsBefore).map((call) => call.credential)), new Set([`installation ${DEFAULT_INSTALLATION}`]))
   // The operator's own account, installed as the default: one credential, the default's.
   t.equal((await app.inject({ url: usersUrl('forge-operator') })).statusCode, 200)
   t.same(credentialsOf(upstream, 'forge-operator'), new Set([`installation ${DEFAULT_INSTALLATION}`]))
@@ -82,10 +82,10 @@ t.test("one installation exhausted makes only its account's answers stale; the o
   const bob = await app.inject({ url: usersUrl('bob') })
   t.equal(bob.statusCode, 200)
   t.match(bob.headers['cache-status'], /fwd=stale/, 'bob: his last answer, stale')
-  const callsBefore = upstream.calls.length
+  const callsBefore = upstream.charged.length
   const again = await app.inject({ url: usersUrl('bob') })
   t.match(again.headers['cache-status'], /hit; fwd=stale; detail=budget/, 'bob again: stale from the budget, no call made')
-  t.equal(upstream.calls.length, callsBefore)
+  t.equal(upstream.charged.length, callsBefore)
   t.ok((await metric('forge_upstream_credential_calls_total', { credential: 'app-account', outcome: 'budget_spent' }))! > 0)
 
   for (const login of ['alice', 'carol', 'dave']) {
@@ -93,7 +93,7 @@ t.test("one installation exhausted makes only its account's answers stale; the o
     t.equal(fresh.statusCode, 200, login)
     t.notMatch(fresh.headers['cache-status'], /; hit/, `${login}: asked again, fresh`)
   }
-  t.ok(upstream.calls.filter((call) => call.status === 403).length <= 3, 'the spent installation was called past its limit by one answer only')
+  t.ok(upstream.charged.filter((call) => call.status === 403).length <= 3, 'the spent installation was called past its limit by one answer only')
 })
 
 t.test('installation.created makes the next request use the new installation without a lookup; installation.deleted stops its use at once', async (t) => {
@@ -102,12 +102,12 @@ t.test('installation.created makes the next request use the new installation wit
   t.equal((await app.inject({ url: usersUrl('dave') })).statusCode, 200)
   t.same(credentialsOf(upstream, 'dave'), new Set([`installation ${DEFAULT_INSTALLATION}`]))
 
-  upstream.installations.set('104', { login: 'dave', suspended: false, core: 5000, search: 30 })
+  upstream.installations.set('104', installationOn('dave'))
   t.equal((await github.deliver(app, 'installation', installationPayload('created', '104', 'dave'))).json().outcome, 'applied')
   advanceClock(2 * MINUTE_MS)
-  const callsBefore = upstream.calls.length
+  const callsBefore = upstream.charged.length
   t.equal((await app.inject({ url: usersUrl('dave') })).statusCode, 200)
-  t.same(new Set(upstream.calls.slice(callsBefore).map((call) => call.credential)), new Set(['installation 104']))
+  t.same(new Set(upstream.charged.slice(callsBefore).map((call) => call.credential)), new Set(['installation 104']))
   t.same(upstream.lookups, ['dave'], 'only the first request looked dave up')
 
   t.equal((await app.inject({ url: usersUrl('alice') })).statusCode, 200)
@@ -116,9 +116,9 @@ t.test('installation.created makes the next request use the new installation wit
   t.equal((await github.deliver(app, 'installation', installationPayload('deleted', INSTALLED.alice, 'alice'))).json().outcome, 'applied')
   t.equal(await metric('forge_app_installation_tokens_held'), held! - 1, "alice's token is forgotten")
   advanceClock(2 * MINUTE_MS)
-  const before = upstream.calls.length
+  const before = upstream.charged.length
   t.equal((await app.inject({ url: usersUrl('alice') })).statusCode, 200)
-  t.same(new Set(upstream.calls.slice(before).map((call) => call.credential)), new Set([`installation ${DEFAULT_INSTALLATION}`]), 'alice now goes with the default')
+  t.same(new Set(upstream.charged.slice(before).map((call) => call.credential)), new Set([`installation ${DEFAULT_INSTALLATION}`]), 'alice now goes with the default')
   t.same(upstream.lookups, ['dave', 'alice'], 'no lookup after the delivery')
 
   // suspend and unsuspend: the same, both ways.
@@ -127,9 +127,9 @@ t.test('installation.created makes the next request use the new installation wit
   t.same(credentialsOf(upstream, 'bob'), new Set([`installation ${DEFAULT_INSTALLATION}`]))
   t.equal((await github.deliver(app, 'installation', installationPayload('unsuspend', INSTALLED.bob, 'bob'))).json().outcome, 'applied')
   advanceClock(2 * MINUTE_MS)
-  const beforeBob = upstream.calls.length
+  const beforeBob = upstream.charged.length
   t.equal((await app.inject({ url: usersUrl('bob') })).statusCode, 200)
-  t.same(new Set(upstream.calls.slice(beforeBob).map((call) => call.credential)), new Set([`installation ${INSTALLED.bob}`]))
+  t.same(new Set(upstream.charged.slice(beforeBob).map((call) => call.credential)), new Set([`installation ${INSTALLED.bob}`]))
 })
 
 t.test('installation_target renamed: the new login goes with the installation without a lookup', async (t) => {
@@ -152,26 +152,26 @@ t.test('uninstalled or suspended without a webhook: GitHub refuses the mint, and
   // An hour on, the held tokens have expired: the next calls need new ones.
   advanceClock(61 * MINUTE_MS)
   for (const login of ['alice', 'bob']) {
-    const before = upstream.calls.length
+    const before = upstream.charged.length
     t.equal((await app.inject({ url: usersUrl(login) })).statusCode, 200, login)
-    t.same(new Set(upstream.calls.slice(before).map((call) => call.credential)), new Set([`installation ${DEFAULT_INSTALLATION}`]), `${login}: the default`)
+    t.same(new Set(upstream.charged.slice(before).map((call) => call.credential)), new Set([`installation ${DEFAULT_INSTALLATION}`]), `${login}: the default`)
   }
   advanceClock(2 * MINUTE_MS)
-  const mints = [...upstream.minted.values()].flat().length
+  const mints = upstream.minted.length
   t.equal((await app.inject({ url: usersUrl('alice') })).statusCode, 200)
-  t.equal([...upstream.minted.values()].flat().length, mints, 'no mint is tried again for an installation known gone')
+  t.equal(upstream.minted.length, mints, 'no mint is tried again for an installation known gone')
   t.same(upstream.lookups, ['alice', 'bob'], 'nor a lookup')
 })
 
 t.test('a cached answer costs no upstream call, no lookup and no mint', async (t) => {
   const { app, upstream } = await publicApp(t)
   t.equal((await app.inject({ url: usersUrl('alice') })).statusCode, 200)
-  const calls = upstream.calls.length
+  const calls = upstream.charged.length
   const cached = await app.inject({ url: usersUrl('alice') })
   t.match(cached.headers['cache-status'], /; hit/)
-  t.equal(upstream.calls.length, calls)
+  t.equal(upstream.charged.length, calls)
   t.same(upstream.lookups, ['alice'])
-  t.equal([...upstream.minted.values()].flat().length, 1)
+  t.equal(upstream.minted.length, 1)
 })
 
 t.test('a lookup that fails is not remembered: the calls go with the default, and the next request asks again', async (t) => {
@@ -182,9 +182,9 @@ t.test('a lookup that fails is not remembered: the calls go with the default, an
   t.equal(await metric('forge_app_installation_lookups_total', { outcome: 'failed' }), 1)
   upstream.lookupStatus = undefined
   advanceClock(2 * MINUTE_MS)
-  const before = upstream.calls.length
+  const before = upstream.charged.length
   t.equal((await app.inject({ url: usersUrl('alice') })).statusCode, 200)
-  t.same(new Set(upstream.calls.slice(before).map((call) => call.credential)), new Set([`installation ${INSTALLED.alice}`]))
+  t.same(new Set(upstream.charged.slice(before).map((call) => call.credential)), new Set([`installation ${INSTALLED.alice}`]))
   t.same(upstream.lookups, ['alice', 'alice'])
 })
 
@@ -197,7 +197,7 @@ async function everythingInRedis(): Promise<string> {
 
 t.test('three replicas over an hour mint at most three tokens per installation; no token reaches Redis, a log line or an answer', async (t) => {
   const clock = testClock()
-  const upstream = await startPublicAppUpstream(t, clock)
+  const upstream = await startAppUpstream(t, clock, { public: true })
   installAll(upstream)
   const env = { ...upstream.env, FORGE_APP_INSTALLATION_ID: DEFAULT_INSTALLATION, FORGE_WEBHOOK_SECRET: WEBHOOK_SECRET, FORGE_CACHE_TTL_SECONDS: 0 }
   const replicas: TestAggregator[] = await redis.replicas(t, 3, { clock, env })
@@ -208,7 +208,7 @@ t.test('three replicas over an hour mint at most three tokens per installation; 
     t.ok(all.every((answer) => answer.statusCode === 200), `minute ${minute}: every answer 200`)
     clock.advance(10 * MINUTE_MS)
   }
-  for (const id of [DEFAULT_INSTALLATION, ...Object.values(INSTALLED)]) t.ok((upstream.minted.get(id) ?? []).length <= 3, `installation ${id}: ${upstream.minted.get(id)?.length} tokens minted`)
+  for (const id of [DEFAULT_INSTALLATION, ...Object.values(INSTALLED)]) t.ok(upstream.tokensOf(id).length <= 3, `installation ${id}: ${upstream.tokensOf(id).length} tokens minted`)
   for (const [login, id] of Object.entries(INSTALLED)) t.same(credentialsOf(upstream, login), new Set([`installation ${id}`]), login)
   t.ok(upstream.lookups.length <= ACCOUNTS.length * 3, 'lookups are shared through Redis')
 
@@ -225,7 +225,7 @@ t.test('three replicas over an hour mint at most three tokens per installation; 
 
 t.test('installation.deleted on one replica stops the use on every replica at once, and every replica forgets the token', async (t) => {
   const clock = testClock()
-  const upstream = await startPublicAppUpstream(t, clock)
+  const upstream = await startAppUpstream(t, clock, { public: true })
   installAll(upstream)
   const env = { ...upstream.env, FORGE_APP_INSTALLATION_ID: DEFAULT_INSTALLATION, FORGE_WEBHOOK_SECRET: WEBHOOK_SECRET, FORGE_CACHE_TTL_SECONDS: 0 }
   const [first, second] = await redis.replicas(t, 2, { clock, env })
@@ -234,9 +234,9 @@ t.test('installation.deleted on one replica stops the use on every replica at on
 
   upstream.installations.delete(INSTALLED.alice)
   t.equal((await githubDeliveries().deliver(first!.app, 'installation', installationPayload('deleted', INSTALLED.alice, 'alice'))).json().outcome, 'applied')
-  const before = upstream.calls.length
+  const before = upstream.charged.length
   t.equal((await second!.app.inject({ url: usersUrl('alice') })).statusCode, 200)
-  t.same(new Set(upstream.calls.slice(before).map((call) => call.credential)), new Set([`installation ${DEFAULT_INSTALLATION}`]))
+  t.same(new Set(upstream.charged.slice(before).map((call) => call.credential)), new Set([`installation ${DEFAULT_INSTALLATION}`]))
   await second!.logs.waitFor((line) => line.msg === 'webhook drops heard from another replica')
   t.equal(await second!.metric('forge_app_installation_tokens_held'), 1, "the default's: the other replica forgot alice's token")
 })
@@ -245,21 +245,21 @@ const HOUR_MS = 60 * MINUTE_MS
 
 t.test('a public App and a one-installation App of the same installation keep apart in one Redis: answers, budget, and searches with or without is:public', async (t) => {
   const clock = testClock()
-  const upstream = await startPublicAppUpstream(t, clock)
+  const upstream = await startAppUpstream(t, clock, { public: true })
   installAll(upstream)
   const env = { ...upstream.env, FORGE_APP_INSTALLATION_ID: DEFAULT_INSTALLATION }
   const [oneInstallation] = await redis.replicas(t, 1, { clock, env: { ...env, FORGE_APP_PUBLIC: 'false' } })
   const [publicDeployment] = await redis.replicas(t, 1, { clock, env })
   t.equal((await oneInstallation!.app.inject({ url: usersUrl('dave') })).statusCode, 200)
-  const searchesBefore = upstream.calls.filter((call) => call.path.startsWith('/search/'))
+  const searchesBefore = upstream.charged.filter((call) => call.path.startsWith('/search/'))
   t.equal(searchesBefore.length, 2)
   t.ok(searchesBefore.every((call) => !call.path.includes('is%3Apublic')), 'one installation: its searches count what its token sees')
 
-  const before = upstream.calls.length
+  const before = upstream.charged.length
   const res = await publicDeployment!.app.inject({ url: usersUrl('dave') })
   t.equal(res.statusCode, 200)
   t.notMatch(res.headers['cache-status'], /; hit/, "not the one-installation App's answer")
-  const searches = upstream.calls.slice(before).filter((call) => call.path.startsWith('/search/'))
+  const searches = upstream.charged.slice(before).filter((call) => call.path.startsWith('/search/'))
   t.equal(searches.length, 2, 'the public App asked its own searches')
   t.ok(searches.every((call) => call.path.includes('is%3Apublic')))
 
@@ -272,21 +272,21 @@ t.test('no installation found is remembered an hour in memory: an install whose 
   const { app, upstream, advanceClock } = await publicApp(t)
   t.equal((await app.inject({ url: usersUrl('dave') })).statusCode, 200)
   t.same(credentialsOf(upstream, 'dave'), new Set([`installation ${DEFAULT_INSTALLATION}`]))
-  upstream.installations.set('104', { login: 'dave', suspended: false, core: 5000, search: 30 })
+  upstream.installations.set('104', installationOn('dave'))
 
   advanceClock(HOUR_MS - MINUTE_MS)
   t.equal((await app.inject({ url: usersUrl('dave') })).statusCode, 200)
   t.same(upstream.lookups, ['dave'], 'within the hour, the remembered answer')
   advanceClock(2 * MINUTE_MS)
-  const before = upstream.calls.length
+  const before = upstream.charged.length
   t.equal((await app.inject({ url: usersUrl('dave') })).statusCode, 200)
   t.same(upstream.lookups, ['dave', 'dave'], 'past the hour, asked again')
-  t.same(new Set(upstream.calls.slice(before).map((call) => call.credential)), new Set(['installation 104']))
+  t.same(new Set(upstream.charged.slice(before).map((call) => call.credential)), new Set(['installation 104']))
 })
 
 t.test('with Redis, no installation found is remembered there for an hour at most; an installation found, for longer', async (t) => {
   const clock = testClock()
-  const upstream = await startPublicAppUpstream(t, clock)
+  const upstream = await startAppUpstream(t, clock, { public: true })
   installAll(upstream)
   const [replica] = await redis.replicas(t, 1, { clock, env: { ...upstream.env, FORGE_APP_INSTALLATION_ID: DEFAULT_INSTALLATION } })
   for (const login of ['dave', 'alice']) t.equal((await replica!.app.inject({ url: usersUrl(login) })).statusCode, 200, login)
@@ -302,7 +302,7 @@ t.test('with Redis, no installation found is remembered there for an hour at mos
 
 t.test("before each call a replica reads its installation's budget from Redis: spent on one replica, the others make no call with it", async (t) => {
   const clock = testClock()
-  const upstream = await startPublicAppUpstream(t, clock)
+  const upstream = await startAppUpstream(t, clock, { public: true })
   installAll(upstream)
   const [first, second] = await redis.replicas(t, 2, { clock, env: { ...upstream.env, FORGE_APP_INSTALLATION_ID: DEFAULT_INSTALLATION } })
   t.equal((await first!.app.inject({ url: usersUrl('alice') })).statusCode, 200)
@@ -311,19 +311,19 @@ t.test("before each call a replica reads its installation's budget from Redis: s
   upstream.installations.get(INSTALLED.alice)!.core = 0
   clock.advance(2 * MINUTE_MS)
   t.equal((await first!.app.inject({ url: usersUrl('alice') })).statusCode, 200)
-  t.ok(upstream.calls.some((call) => call.status === 403), 'the first replica met the limit')
+  t.ok(upstream.charged.some((call) => call.status === 403), 'the first replica met the limit')
 
-  const before = upstream.calls.length
+  const before = upstream.charged.length
   const res = await second!.app.inject({ url: usersUrl('alice') })
   t.equal(res.statusCode, 200)
   t.match(res.headers['cache-status'], /fwd=stale/)
-  t.same(upstream.calls.slice(before).filter((call) => call.credential === `installation ${INSTALLED.alice}`), [], 'no call past the limit')
+  t.same(upstream.charged.slice(before).filter((call) => call.credential === `installation ${INSTALLED.alice}`), [], 'no call past the limit')
 })
 
 t.test('a token forgotten by an uninstall webhook is still redacted from a late failure that quotes it', async (t) => {
   const { app, upstream, logs } = await publicApp(t, { FORGE_CACHE_TTL_SECONDS: 0, FORGE_STALE_SECONDS: 0 })
   const release = Promise.withResolvers<void>()
-  upstream.holdAnswers((path) => path.includes('alice'), release.promise)
+  upstream.holdAnswers((request) => request.path.includes('alice'), release.promise)
   const late = app.inject({ url: usersUrl('alice') })
   t.ok(await eventually(async () => upstream.heldCalls.length === 5), "alice's five calls arrived with her token")
 
@@ -332,8 +332,8 @@ t.test('a token forgotten by an uninstall webhook is still redacted from a late 
   release.resolve()
   const res = await late
   t.equal(res.statusCode, 500)
-  t.match(res.json(), { details: /^Upstream responded 500: Upstream trouble with Bearer \[redacted\]$/ })
-  t.ok(upstream.minted.get(INSTALLED.alice)?.length === 1)
+  t.match(res.json(), { details: /^Upstream responded 500: Upstream trouble with Bearer \[redacted\] \(App JWT \[redacted\]\)$/ })
+  t.ok(upstream.tokensOf(INSTALLED.alice).length === 1)
   for (const secret of upstream.secrets()) {
     t.notOk(res.body.includes(secret), 'no token in the answer')
     t.notOk(logs.text().includes(secret), 'no token in a log line')
@@ -342,19 +342,19 @@ t.test('a token forgotten by an uninstall webhook is still redacted from a late 
 
 t.test('with Redis, installation.created on one replica is written there: every replica, that one included, calls with the new installation', async (t) => {
   const clock = testClock()
-  const upstream = await startPublicAppUpstream(t, clock)
+  const upstream = await startAppUpstream(t, clock, { public: true })
   installAll(upstream)
   const env = { ...upstream.env, FORGE_APP_INSTALLATION_ID: DEFAULT_INSTALLATION, FORGE_WEBHOOK_SECRET: WEBHOOK_SECRET, FORGE_CACHE_TTL_SECONDS: 0 }
   const replicas = await redis.replicas(t, 2, { clock, env })
   for (const { app } of replicas) t.equal((await app.inject({ url: usersUrl('dave') })).statusCode, 200)
   t.same(credentialsOf(upstream, 'dave'), new Set([`installation ${DEFAULT_INSTALLATION}`]), 'looked up: no installation')
 
-  upstream.installations.set('104', { login: 'dave', suspended: false, core: 5000, search: 30 })
+  upstream.installations.set('104', installationOn('dave'))
   t.equal((await githubDeliveries().deliver(replicas[0]!.app, 'installation', installationPayload('created', '104', 'dave'))).json().outcome, 'applied')
   for (const [index, { app }] of replicas.entries()) {
-    const before = upstream.calls.length
+    const before = upstream.charged.length
     t.equal((await app.inject({ url: usersUrl('dave') })).statusCode, 200)
-    t.same(new Set(upstream.calls.slice(before).map((call) => call.credential)), new Set(['installation 104']), `replica ${index + 1}`)
+    t.same(new Set(upstream.charged.slice(before).map((call) => call.credential)), new Set(['installation 104']), `replica ${index + 1}`)
   }
   t.same(upstream.lookups, ['dave'], 'one lookup, shared through Redis; none after the delivery')
 })
