@@ -89,15 +89,24 @@ export function openStream(url: string, headers: Record<string, string> = {}): P
   })
 }
 
-/** A client's copy of the list: what applying the events in order gives. */
+/**
+ * A client's copy of the list: what applying the events in order gives. Strict: an append of a
+ * position the copy holds, or a remove of one it does not, is an event sent twice or out of
+ * order, and throws.
+ */
 export function applyEvents(events: readonly ReceivedEvent[]): string[] {
   const copy = new Map<string, string>()
-  for (const { event, data } of events) {
+  for (const { id, event, data } of events) {
     if (event === 'reset') copy.clear()
     else if (event === 'append') {
       const { name, at } = data as { name: string; at: string }
+      if (copy.has(at)) throw new Error(`${id}: append of ${at}, already held`)
       copy.set(at, name)
-    } else if (event === 'remove') for (const at of (data as { at: string[] }).at) copy.delete(at)
+    } else if (event === 'remove') {
+      for (const at of (data as { at: string[] }).at) {
+        if (!copy.delete(at)) throw new Error(`${id}: remove of ${at}, not held`)
+      }
+    }
   }
   return [...copy.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, name]) => name)
 }
