@@ -48,6 +48,8 @@ export interface EventStreamOptions {
   /** Bytes queued for the watcher past which its stream is ended (ITEMS_EVENTS_BUFFER_BYTES). */
   bufferBytes: number
   reports: StreamReports
+  /** Cuts the connection: a client that takes nothing would never take the end of its stream either. */
+  cut: () => void
 }
 
 /**
@@ -56,7 +58,7 @@ export interface EventStreamOptions {
  * are sent after the catch-up, those already sent by it skipped (they are never newer than what a
  * catch-up read to the stream's end found).
  */
-export function createEventStream(sink: PassThrough, lastEventId: string | undefined, { reads, bufferBytes, reports }: EventStreamOptions) {
+export function createEventStream(sink: PassThrough, lastEventId: string | undefined, { reads, bufferBytes, reports, cut }: EventStreamOptions) {
   let queue: FeedEntry[] = []
   let queuedBytes = 0
   let lost = false
@@ -86,6 +88,8 @@ export function createEventStream(sink: PassThrough, lastEventId: string | undef
       if (queuedBytes + sink.writableLength > bufferBytes) {
         reports.slow()
         end()
+        sink.destroy()
+        cut()
         return
       }
       wake?.()
@@ -99,12 +103,8 @@ export function createEventStream(sink: PassThrough, lastEventId: string | undef
   /** Writes a frame, waiting while the client has not taken what was written. */
   async function write(frame: string): Promise<void> {
     if (ended) throw new StreamEnded()
+    // A frame the client has not taken waits here: what piles up meanwhile is the queue, bounded.
     if (!sink.write(frame)) {
-      if (sink.writableLength > bufferBytes) {
-        reports.slow()
-        end()
-        throw new StreamEnded()
-      }
       await once(sink, 'drain', { signal: closed.signal }).catch(() => {
         throw new StreamEnded()
       })

@@ -56,7 +56,7 @@ export const eventRoutes: FastifyPluginAsyncTypebox<EventRoutesOptions> = async 
       const lastEventId = (Array.isArray(header) ? header[0] : header) ?? request.query.lastEventId
       await reader.ready()
       const sink = new PassThrough()
-      const stream = createEventStream(sink, lastEventId, { reads, bufferBytes, reports: metrics.reports })
+      const stream = createEventStream(sink, lastEventId, { reads, bufferBytes, reports: metrics.reports, cut: () => reply.raw.destroy() })
       streams.add(stream)
       metrics.streamOpened()
       const stopListening = reader.listen(stream.listener)

@@ -162,7 +162,7 @@ t.test('the OpenAPI document describes the route', async (t) => {
 /** The list rebuilt from the events stream alone, from its first entry. */
 async function replayedStream(): Promise<string[]> {
   const copy = new Map<string, string>()
-  for (const { message } of await inspector.xRange('items:events', '-', '+')) {
+  for (const { message } of (await inspector.xRange('items:events', '-', '+')) ?? []) {
     const { t: type, ...pairs } = message as Record<string, string>
     if (type === 'z' || type === 'm') copy.clear()
     for (const [at, name] of Object.entries(pairs)) {
