@@ -4,7 +4,7 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { FastifyBaseLogger } from 'fastify'
 import type { RedisClient, RedisConnection } from '@repo/service-kit'
-import { EVENT_APPEND, EVENT_MOVED, EVENT_REMOVE, EVENT_RESET } from './events-emit.ts'
+import { type EVENT_APPEND, type EVENT_MOVED, type EVENT_REMOVE, type EVENT_RESET } from './events-emit.ts'
 import type { FeedState, SnapshotStep } from './events-read.ts'
 import type { ListClient } from './list-client.ts'
 import type { ItemStoreScripts } from './scripts.ts'
@@ -65,7 +65,11 @@ export interface FeedListener {
 }
 
 export interface FeedReader {
-  /** Resolves once the reader knows where the stream stands (the entries after that reach every listener). */
+  /**
+   * Starts the reader the first time (a replica nobody watches sends nothing), and resolves once it
+   * knows where the stream stands (the entries after that reach every listener); rejects when
+   * Redis does not answer (`RedisUnavailableError`: 503).
+   */
   ready(): Promise<void>
   listen(listener: FeedListener): () => void
   /** Seconds since the epoch of the reader's last answer from Redis (a blocking read's timeout included). */
@@ -88,28 +92,17 @@ const RETRY_MS = 250
 export function createFeedReader(connection: RedisConnection<ItemStoreScripts>, reads: FeedReads, key: string, logger: FastifyBaseLogger): FeedReader {
   const listeners = new Set<FeedListener>()
   // A connection of its own: duplicate() gives a client with the same settings, closed with the store's.
-  const client = connection.duplicate() as unknown as RedisClient
+  let duplicated: RedisClient | undefined
+  const connectionOf = () => (duplicated ??= connection.duplicate() as unknown as RedisClient)
   let stopped = false
   let cursor: string | undefined
   let lastAnswer = Date.now() / 1000
-  let readyResolve!: () => void
-  const readyPromise = new Promise<void>((resolve) => (readyResolve = resolve))
-
-  async function start(): Promise<void> {
-    while (!stopped && cursor === undefined) {
-      try {
-        cursor = (await reads.state()).last
-        readyResolve()
-      } catch {
-        await sleep(RETRY_MS)
-      }
-    }
-  }
+  let starting: Promise<void> | undefined
 
   async function loop(): Promise<void> {
-    await start()
     while (!stopped) {
       try {
+        const client = connectionOf()
         if (!client.isOpen) await client.connect()
         if (!client.isReady) {
           await sleep(RETRY_MS)
@@ -145,9 +138,21 @@ export function createFeedReader(connection: RedisConnection<ItemStoreScripts>, 
     }
   }
 
-  void loop()
   return {
-    ready: () => readyPromise,
+    ready() {
+      // Started by the first stream; a start that failed (Redis away) is tried again by the next.
+      starting ??= reads.state().then(
+        ({ last }) => {
+          cursor = last
+          if (!stopped) void loop()
+        },
+        (error: unknown) => {
+          starting = undefined
+          throw error
+        },
+      )
+      return starting
+    },
     listen(listener) {
       listeners.add(listener)
       return () => listeners.delete(listener)
@@ -157,9 +162,8 @@ export function createFeedReader(connection: RedisConnection<ItemStoreScripts>, 
     },
     stop() {
       stopped = true
-      readyResolve()
       // The blocking read is cut short: nothing waits for its answer.
-      if (client.isOpen) client.destroy()
+      if (duplicated?.isOpen) duplicated.destroy()
     },
   }
 }
