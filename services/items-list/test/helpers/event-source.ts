@@ -68,7 +68,15 @@ export function openStream(url: string, headers: Record<string, string> = {}): P
         until(predicate, ms = 10_000) {
           return new Promise<void>((done, fail) => {
             const check = () => {
-              if (!predicate(events)) return
+              try {
+                if (!predicate(events)) return
+              } catch (error) {
+                // The events broke a strict copy: that is the answer.
+                clearTimeout(timer)
+                waiters.delete(check)
+                fail(error as Error)
+                return
+              }
               clearTimeout(timer)
               waiters.delete(check)
               done()

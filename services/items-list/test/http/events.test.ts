@@ -1,6 +1,6 @@
 import t from 'tap'
 import { LENIENT_REDIS_DEADLINE_MS } from '@repo/test-support'
-import { buildService } from '../helpers/service.ts'
+import { appendMany, buildService } from '../helpers/service.ts'
 import { applyEvents, count, listening, openStream } from '../helpers/event-source.ts'
 
 const { app, inspector, redis: sharedRedis } = await buildService(t, { env: { REDIS_DEADLINE_MS: String(LENIENT_REDIS_DEADLINE_MS) } })
@@ -70,6 +70,19 @@ t.test('appends and deletes from two replicas, a name deleted while others appen
     t.same(applyEvents(stream.events), expected, `${which}: the copy equals the list`)
     t.equal(count(stream.events, 'reset'), 1, `${which}: one snapshot`)
   }
+})
+
+t.test('a snapshot read in many steps while names are appended and deleted: no change missed nor doubled', async (t) => {
+  // 12 chunks: a snapshot of three steps or more, each read with the stream's id of its moment.
+  await appendMany(app, 12_000, (index) => (index % 10 === 0 ? 'y' : `m${index}`))
+  const stream = await openStream(`${base}/items/events`)
+  t.teardown(() => stream.close())
+  for (let round = 0; round < 40; round++) {
+    await Promise.all([add(`w${round}`), add('y'), round % 8 === 3 ? app.inject({ method: 'DELETE', url: '/items/y' }) : undefined])
+  }
+  const expected = await list()
+  await stream.until((events) => count(events, 'synced') === 1 && applyEvents(events).join() === expected.join(), 30_000)
+  t.same(applyEvents(stream.events), expected)
 })
 
 t.test('a resume with Last-Event-ID or ?lastEventId= sends exactly the events missed', async (t) => {
