@@ -74,7 +74,7 @@ export function openStream(url: string, headers: Record<string, string> = {}): P
                 // The events broke a strict copy: that is the answer.
                 clearTimeout(timer)
                 waiters.delete(check)
-                fail(error as Error)
+                fail(error instanceof Error ? error : new Error(String(error)))
                 return
               }
               clearTimeout(timer)
