@@ -97,3 +97,11 @@ t.test('a watcher that stops reading is ended past ITEMS_EVENTS_BUFFER_BYTES', a
   await untilNoStream()
   t.equal(await metric(/^items_events_streams_open (\d+)/m), 0)
 })
+
+t.test('when the app closes (after the drain) its streams end, and a client resumes elsewhere', async (t) => {
+  const watcher = await openStream(`${base}/items/events`)
+  await watcher.until((events) => count(events, 'synced') === 1)
+  const closing = app.close()
+  t.ok(await Promise.race([watcher.ended.then(() => true), new Promise((resolve) => setTimeout(() => resolve(false), 5_000))]), 'the stream ended')
+  await closing
+})
