@@ -72,7 +72,10 @@ export interface FeedReader {
    */
   ready(): Promise<void>
   listen(listener: FeedListener): () => void
-  /** Seconds since the epoch of the reader's last answer from Redis (a blocking read's timeout included). */
+  /**
+   * Seconds since the epoch of the reader's last round (an answer from Redis, a blocking read's
+   * timeout, or a failed read); now, before the reader has started.
+   */
   readonly lastAnswer: number
   stop(): void
 }
@@ -122,6 +125,8 @@ export function createFeedReader(connection: RedisConnection<ItemStoreScripts>, 
         logger.debug({ err: error }, 'the events reader failed a read: trying again')
         await sleep(RETRY_MS)
         await checkLost()
+        // Not stuck: it goes round, Redis away (ItemsStoreDown says so).
+        lastAnswer = Date.now() / 1000
       }
     }
   }
@@ -158,7 +163,8 @@ export function createFeedReader(connection: RedisConnection<ItemStoreScripts>, 
       return () => listeners.delete(listener)
     },
     get lastAnswer() {
-      return lastAnswer
+      // Not started (nobody has watched this replica): nothing to be stuck.
+      return starting === undefined ? Date.now() / 1000 : lastAnswer
     },
     stop() {
       stopped = true
