@@ -102,9 +102,9 @@ export function createEventStream(sink: PassThrough, lastEventId: string | undef
 
   /** Writes a frame, waiting while the client has not taken what was written. */
   async function write(frame: string): Promise<void> {
-    if (ended) throw new StreamEnded()
     // A frame the client has not taken waits here: what piles up meanwhile is the queue, bounded.
-    if (!sink.write(frame)) {
+    // An ended stream writes nothing: its wait is refused at once (its signal is aborted).
+    if (ended || !sink.write(frame)) {
       await once(sink, 'drain', { signal: closed.signal }).catch(() => {
         throw new StreamEnded()
       })
@@ -193,14 +193,8 @@ export function createEventStream(sink: PassThrough, lastEventId: string | undef
     }
     // A change made between two steps is in the steps read after it, not in those read before:
     // each of its positions is sent when the step that holds the position was read before it.
-    const changedAfter = (at: string, id: string) => {
-      let holder = steps[0]!
-      for (const step of steps) {
-        if (step.start <= at) holder = step
-        else break
-      }
-      return compareIds(id, holder.last) > 0
-    }
+    // Every position is at or past the first step's start (chunk 1, offset 0).
+    const changedAfter = (at: string, id: string) => compareIds(id, steps.findLast((step) => step.start <= at)!.last) > 0
     const through = steps.at(-1)!.last
     const restart = await catchUp(steps[0]!.last, undefined, {
       id: through,

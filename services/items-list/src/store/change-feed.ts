@@ -106,11 +106,8 @@ export function createFeedReader(connection: RedisConnection<ItemStoreScripts>, 
     while (!stopped) {
       try {
         const client = connectionOf()
+        // Not ready (reconnecting): the read fails, and is tried again below.
         if (!client.isOpen) await client.connect()
-        if (!client.isReady) {
-          await sleep(RETRY_MS)
-          continue
-        }
         const reply = await client.xRead({ key, id: cursor! }, { BLOCK: BLOCK_MS, COUNT: READ_COUNT })
         lastAnswer = Date.now() / 1000
         for (const stream of (reply ?? []) as { messages: { id: string; message: Record<string, string> }[] }[]) {
@@ -132,15 +129,12 @@ export function createFeedReader(connection: RedisConnection<ItemStoreScripts>, 
   }
 
   async function checkLost(): Promise<void> {
-    try {
-      const { last } = await reads.state()
-      if (compareIds(last, cursor!) >= 0) return
-      logger.warn({ last, read: cursor }, 'the events stream lost entries this replica had read (a failover or a restart): every watcher starts again')
-      cursor = last
-      for (const listener of listeners) listener.lost()
-    } catch {
-      // Redis still away: the next failed read asks again.
-    }
+    // Redis still away: the next failed read asks again.
+    const state = await reads.state().catch(() => undefined)
+    if (!state || compareIds(state.last, cursor!) >= 0) return
+    logger.warn({ last: state.last, read: cursor }, 'the events stream lost entries this replica had read (a failover or a restart): every watcher starts again')
+    cursor = state.last
+    for (const listener of listeners) listener.lost()
   }
 
   return {

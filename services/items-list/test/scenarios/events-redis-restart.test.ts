@@ -29,3 +29,24 @@ t.test('a Redis restart that lost events the streams had seen sends them reset, 
   t.same(applyEvents(watcher.events), ['d'])
   t.match((await app.inject({ method: 'GET', url: '/metrics' })).body, /^items_events_snapshots_total\{reason="failover"\} 1$/m)
 })
+
+t.test('with Redis away, a first stream is refused 503, and a stream of a replica already watching ends at once', async (t) => {
+  const { app, redis, untilReady } = await buildService(t, { env: { REDIS_DEADLINE_MS: String(LENIENT_REDIS_DEADLINE_MS) } })
+  const base = await listening(app)
+  await redis.stop('SIGKILL')
+  const refused = await app.inject({ method: 'GET', url: '/items/events' })
+  t.equal(refused.statusCode, 503)
+  t.match(refused.json(), { detail: 'Item store unavailable' })
+  await redis.start()
+  await untilReady()
+  const watcher = await openStream(`${base}/items/events`)
+  await watcher.until((events) => count(events, 'synced') === 1)
+  watcher.close()
+  await redis.stop('SIGKILL')
+  // The reader is running: the stream opens, and its first read fails; the client tries again.
+  const cut = await openStream(`${base}/items/events`)
+  t.equal(cut.status, 200)
+  await cut.ended
+  t.same(cut.events, [])
+  await redis.start()
+})

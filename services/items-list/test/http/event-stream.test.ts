@@ -1,0 +1,105 @@
+import t from 'tap'
+import { PassThrough } from 'node:stream'
+import { createEventStream, parseEventId, type SnapshotReason } from '../../src/http/event-stream.ts'
+import { position } from '../../src/store/events-emit.ts'
+import type { FeedEntry, FeedReads, FeedState } from '../../src/store/change-feed.ts'
+
+// One stream against reads made up for it: the paths a live Redis reaches only by a race.
+
+const STATE: FeedState = { listId: 'L', legacy: false, last: '5-0', maxDeleted: '0-0' }
+const append = (id: string, name: string, chunk = 1, offset = 0): FeedEntry => ({ id, type: 'a', pairs: [[position(chunk, offset), name]] })
+
+/** XRANGE over `log` (ids `<n>-0`, n from 1): from an id included, or after one ('(' first). */
+const rangeOf = (log: FeedEntry[]) => async (from: string, count: number) => {
+  const start = from.startsWith('(') ? Number(from.slice(1).split('-')[0]) + 1 : Number(from.split('-')[0])
+  return log.slice(start - 1, start - 1 + count)
+}
+
+function streamOf(reads: Partial<FeedReads>, lastEventId: string | undefined) {
+  const sink = new PassThrough()
+  let text = ''
+  sink.on('data', (chunk: Buffer) => (text += chunk.toString()))
+  const snapshots: SnapshotReason[] = []
+  const reports = { sent: () => {}, resumed: () => {}, snapshot: (reason: SnapshotReason) => snapshots.push(reason), slow: () => {} }
+  const stream = createEventStream(sink, lastEventId, { reads: { state: async () => STATE, ...reads } as FeedReads, bufferBytes: 1 << 20, reports, cut: () => {} })
+  return { stream, snapshots, text: () => text }
+}
+
+t.test('a reset met while catching up after a resume starts the stream again with a snapshot', async (t) => {
+  let snapshotted = false
+  const { stream, snapshots, text } = streamOf(
+    {
+      range: rangeOf([append('1-0', 'a'), { id: '2-0', type: 'z', pairs: [] }]),
+      snapshotStep: async () => {
+        snapshotted = true
+        return { ...STATE, last: '2-0', segments: [], next: undefined }
+      },
+    },
+    'L.1-0',
+  )
+  const running = stream.run()
+  for (let tries = 0; tries < 100 && !snapshotted; tries++) await new Promise((resolve) => setImmediate(resolve))
+  stream.end()
+  await running
+  t.same(snapshots, ['reset'])
+  t.match(text(), /event: reset/)
+})
+
+t.test('a catch-up reads on past a full range, each entry once', async (t) => {
+  const entries = Array.from({ length: 450 }, (_, index) => append(`${index + 1}-0`, `n${index}`, 1 + Math.floor(index / 1000), index % 1000))
+  const { stream, text } = streamOf(
+    {
+      state: async () => ({ ...STATE, last: '450-0' }),
+      range: rangeOf(entries),
+    },
+    'L.1-0',
+  )
+  const running = stream.run()
+  for (let tries = 0; tries < 1000 && !text().includes('"n449"'); tries++) await new Promise((resolve) => setImmediate(resolve))
+  stream.end()
+  await running
+  t.equal(text().match(/event: append/g)?.length, 449)
+})
+
+t.test('a snapshot of several steps sends a change between them only where the step holding it was read before it', async (t) => {
+  const steps = [
+    { ...STATE, last: '1-0', segments: [{ chunk: 1, offset: 0, entries: ['a'] }], next: 2 },
+    { ...STATE, last: '3-0', segments: [{ chunk: 2, offset: 0, entries: ['b', 'c'] }], next: undefined },
+  ]
+  // 2-0 appends c at chunk 2 (read by the second step, after it: not sent again); 3-0 removes a
+  // (the first step read it before: sent), 4-0 appends d after the snapshot.
+  const log: FeedEntry[] = [
+    { id: '1-0', type: 'a', pairs: [[position(1, 0), 'a']] },
+    append('2-0', 'c', 2, 1),
+    { id: '3-0', type: 'r', pairs: [[position(1, 0), '']] },
+    append('4-0', 'd', 2, 2),
+  ]
+  const { stream, text } = streamOf(
+    {
+      snapshotStep: async (chunk) => steps[chunk - 1]!,
+      range: rangeOf(log),
+    },
+    undefined,
+  )
+  const running = stream.run()
+  for (let tries = 0; tries < 1000 && !text().includes('"d"'); tries++) await new Promise((resolve) => setImmediate(resolve))
+  stream.end()
+  await running
+  const events = [...text().matchAll(/event: (\w+)\ndata: (.*)\n/g)].map(([, event, data]) => `${event} ${data}`)
+  t.same(events, [
+    'reset {}',
+    `append {"name":"a","at":"${position(1, 0)}"}`,
+    `append {"name":"b","at":"${position(2, 0)}"}`,
+    `append {"name":"c","at":"${position(2, 1)}"}`,
+    `remove {"at":["${position(1, 0)}"]}`,
+    'synced {}',
+    `append {"name":"d","at":"${position(2, 2)}"}`,
+  ])
+})
+
+t.test('an event id is the list and the entry, and the event within it; anything else resumes nothing', async (t) => {
+  t.same(parseEventId('L.1-0'), { listId: 'L', entry: '1-0', through: undefined })
+  t.same(parseEventId('L.1-0.3'), { listId: 'L', entry: '1-0', through: 3 })
+  t.equal(parseEventId('L.s3'), undefined)
+  t.equal(parseEventId(undefined), undefined)
+})
