@@ -53,7 +53,7 @@ export const eventRoutes: FastifyPluginAsyncTypebox<EventRoutesOptions> = async 
     async (request, reply) => {
       if (streams.size >= maxStreams) throw new HttpError(503, { detail: `This replica has ${maxStreams} event streams open, the most it may: retry later or elsewhere` })
       const header = request.headers['last-event-id']
-      const lastEventId = (Array.isArray(header) ? header[0] : header) ?? request.query.lastEventId
+      const lastEventId = [header].flat()[0] ?? request.query.lastEventId
       await reader.ready()
       const sink = new PassThrough()
       const stream = createEventStream(sink, lastEventId, { reads, bufferBytes, reports: metrics.reports, cut: () => reply.raw.destroy() })

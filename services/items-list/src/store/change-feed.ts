@@ -35,11 +35,17 @@ export function createFeedReads(list: ListClient): FeedReads {
   return {
     state: () => list.run('events_state', (client) => client.feedState(keys)),
     snapshotStep: (chunk, offset) => list.run('events_snapshot', (client) => client.snapshotStep(keys, chunk, offset, SNAPSHOT_STEP_CHUNKS)),
-    range: async (from, count) => ((await list.run('events_read', (client) => client.xRange(keys.events, from, '+', { COUNT: count }))) ?? []).map(decodeEntry),
+    // XRANGE of a stream not there answers an empty array, never null.
+    range: async (from, count) => ((await list.run('events_read', (client) => client.xRange(keys.events, from, '+', { COUNT: count }))) as StreamMessage[]).map(decodeEntry),
   }
 }
 
-function decodeEntry({ id, message }: { id: string; message: Record<string, string> }): FeedEntry {
+interface StreamMessage {
+  id: string
+  message: Record<string, string>
+}
+
+function decodeEntry({ id, message }: StreamMessage): FeedEntry {
   const pairs: [string, string][] = []
   let type = ''
   // The fields in the order they were written: `t` first, then the positions (never numbers of

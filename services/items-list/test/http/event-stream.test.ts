@@ -103,3 +103,36 @@ t.test('an event id is the list and the entry, and the event within it; anything
   t.equal(parseEventId('L.s3'), undefined)
   t.equal(parseEventId(undefined), undefined)
 })
+
+t.test('a list replaced between two snapshot steps starts the snapshot again', async (t) => {
+  let calls = 0
+  const { stream, snapshots } = streamOf(
+    {
+      snapshotStep: async () => {
+        calls++
+        if (calls === 1) return { ...STATE, last: '0-0', segments: [{ chunk: 1, offset: 0, entries: ['a'] }], next: 2 }
+        return { ...STATE, listId: 'M', last: '0-0', segments: [], next: undefined }
+      },
+      range: rangeOf([]),
+    },
+    undefined,
+  )
+  const running = stream.run()
+  for (let tries = 0; tries < 1000 && snapshots.length < 2; tries++) await new Promise((resolve) => setImmediate(resolve))
+  stream.end()
+  await running
+  t.same(snapshots.slice(0, 2), ['no_id', 'reset'])
+})
+
+t.test('a stream ended while it waits for its client to take a frame stops there', async (t) => {
+  // Nobody reads this sink: its buffer fills, and the snapshot waits.
+  const sink = new PassThrough({ highWaterMark: 16 })
+  const reports = { sent: () => {}, resumed: () => {}, snapshot: () => {}, slow: () => {} }
+  const reads = { state: async () => STATE, snapshotStep: async () => ({ ...STATE, segments: [{ chunk: 1, offset: 0, entries: ['a', 'b'] }], next: undefined }), range: rangeOf([]) }
+  const stream = createEventStream(sink, undefined, { reads, bufferBytes: 1 << 20, reports, cut: () => {} })
+  const running = stream.run()
+  for (let tries = 0; tries < 100 && sink.writableLength === 0; tries++) await new Promise((resolve) => setImmediate(resolve))
+  stream.end()
+  await running
+  t.ok(sink.writableEnded)
+})
