@@ -136,3 +136,45 @@ t.test('a stream ended while it waits for its client to take a frame stops there
   await running
   t.ok(sink.writableEnded)
 })
+
+t.test("a resume point is refused for another list, past the stream's end, or trimmed; a point inside an entry sends the rest of it", async (t) => {
+  const reasonOf = async (id: string, state: Partial<FeedState>) => {
+    const { stream, snapshots } = streamOf({ state: async () => ({ ...STATE, ...state }), snapshotStep: async () => ({ ...STATE, last: '0-0', segments: [], next: undefined }), range: rangeOf([]) }, id)
+    const running = stream.run()
+    for (let tries = 0; tries < 100 && snapshots.length === 0; tries++) await new Promise((resolve) => setImmediate(resolve))
+    stream.end()
+    await running
+    return snapshots[0]
+  }
+  t.equal(await reasonOf('X.1-0', {}), 'reset')
+  t.equal(await reasonOf('L.9-0', {}), 'failover')
+  t.equal(await reasonOf('L.0-0', { maxDeleted: '3-0' }), 'too_old')
+  t.equal(await reasonOf('L.2-0', { maxDeleted: '2-0' }), 'too_old')
+
+  const pair: FeedEntry = { id: '1-0', type: 'a', pairs: [[position(1, 0), 'a'], [position(1, 1), 'b'], [position(1, 2), 'c']] }
+  const { stream, text } = streamOf({ range: rangeOf([pair, append('2-0', 'd', 1, 3)]) }, 'L.1-0.0')
+  const running = stream.run()
+  for (let tries = 0; tries < 1000 && !text().includes('"d"'); tries++) await new Promise((resolve) => setImmediate(resolve))
+  stream.listener.entry(append('3-0', 'e', 1, 4))
+  for (let tries = 0; tries < 1000 && !text().includes('"e"'); tries++) await new Promise((resolve) => setImmediate(resolve))
+  stream.end()
+  stream.listener.entry(append('4-0', 'f', 1, 5))
+  await running
+  t.same([...text().matchAll(/id: (\S+)\nevent: append\ndata: .*"name":"(\w)"/g)].map(([, id, name]) => `${id} ${name}`), ['L.1-0.1 b', 'L.1-0 c', 'L.2-0 d', 'L.3-0 e'])
+})
+
+t.test('a stream ended while a snapshot step is read stops there', async (t) => {
+  const holder: { stream?: ReturnType<typeof createEventStream> } = {}
+  const made = streamOf(
+    {
+      snapshotStep: async () => {
+        holder.stream!.end()
+        return { ...STATE, segments: [], next: undefined }
+      },
+    },
+    undefined,
+  )
+  holder.stream = made.stream
+  await made.stream.run()
+  t.equal(made.text(), '')
+})
