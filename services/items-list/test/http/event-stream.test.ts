@@ -178,3 +178,67 @@ t.test('a stream ended while a snapshot step is read stops there', async (t) => 
   await made.stream.run()
   t.equal(made.text(), '')
 })
+
+t.test('an append made after the step that holds its position was read is sent before synced', async (t) => {
+  const steps = [
+    { ...STATE, last: '1-0', segments: [{ chunk: 1, offset: 0, entries: ['a'] }], next: 2 },
+    { ...STATE, last: '2-0', segments: [{ chunk: 2, offset: 0, entries: ['b'] }], next: undefined },
+  ]
+  const { stream, text } = streamOf({ snapshotStep: async (chunk) => steps[chunk - 1]!, range: rangeOf([append('1-0', 'a'), append('2-0', 'x', 1, 1)]) }, undefined)
+  const running = stream.run()
+  for (let tries = 0; tries < 1000 && !text().includes('synced'); tries++) await new Promise((resolve) => setImmediate(resolve))
+  stream.end()
+  await running
+  const events = [...text().matchAll(/id: (\S+)\nevent: (\w+)\ndata: (.*)\n/g)].map(([, id, event, data]) => `${id} ${event} ${data}`)
+  t.same(events, [
+    'L.s0 reset {}',
+    `L.s1 append {"name":"a","at":"${position(1, 0)}"}`,
+    `L.s2 append {"name":"b","at":"${position(2, 0)}"}`,
+    `L.s3 append {"name":"x","at":"${position(1, 1)}"}`,
+    'L.2-0 synced {}',
+  ])
+})
+
+t.test('a list replaced between two snapshot steps, seen in the changes between them, starts the snapshot again', async (t) => {
+  // The first snapshot's steps, then one step read after the replacement.
+  const steps = [
+    { ...STATE, last: '1-0', segments: [{ chunk: 1, offset: 0, entries: ['a'] }], next: 2 },
+    { ...STATE, last: '3-0', segments: [], next: undefined },
+  ]
+  let calls = 0
+  const { stream, snapshots } = streamOf(
+    {
+      snapshotStep: async () => steps[calls++] ?? { ...STATE, last: '3-0', segments: [], next: undefined },
+      range: rangeOf([append('1-0', 'a'), { id: '2-0', type: 'z', pairs: [] }, append('3-0', 'y', 2, 0)]),
+    },
+    undefined,
+  )
+  const running = stream.run()
+  for (let tries = 0; tries < 1000 && snapshots.length < 2; tries++) await new Promise((resolve) => setImmediate(resolve))
+  stream.end()
+  await running
+  t.same(snapshots.slice(0, 2), ['no_id', 'reset'])
+})
+
+t.test('a list gone (no header) is another list: for a resume point, and between two snapshot steps', async (t) => {
+  const resumed = streamOf({ state: async () => ({ ...STATE, listId: undefined }), snapshotStep: async () => ({ ...STATE, listId: undefined, last: '0-0', segments: [], next: undefined }), range: rangeOf([]) }, 'L.1-0')
+  const running = resumed.stream.run()
+  for (let tries = 0; tries < 100 && resumed.snapshots.length === 0; tries++) await new Promise((resolve) => setImmediate(resolve))
+  resumed.stream.end()
+  await running
+  t.same(resumed.snapshots.slice(0, 1), ['reset'], 'a point of list L, when there is no list')
+
+  let calls = 0
+  const stepped = streamOf(
+    {
+      snapshotStep: async () => (++calls === 1 ? { ...STATE, last: '0-0', segments: [], next: 2 } : { ...STATE, listId: undefined, last: '0-0', segments: [], next: undefined }),
+      range: rangeOf([]),
+    },
+    undefined,
+  )
+  const steppedRun = stepped.stream.run()
+  for (let tries = 0; tries < 1000 && stepped.snapshots.length < 2; tries++) await new Promise((resolve) => setImmediate(resolve))
+  stepped.stream.end()
+  await steppedRun
+  t.same(stepped.snapshots.slice(0, 2), ['no_id', 'reset'], 'the list gone after the first step')
+})
