@@ -37,6 +37,7 @@ t.test('every alert of alerts.yml has a unit test in which it fires', async (t) 
     'ForgeWebhookDeliveriesFailed',
     'HttpServerErrors',
     'HttpSlowRoute',
+    'ItemsEventsReaderStuck',
     'ItemsListNearCap',
     'ItemsStoreDown',
     'ItemsStoreInconsistent',

@@ -1,7 +1,7 @@
-// Swagger UI rendered in headless Chromium, for the tests that check what a browser shows of
-// `/docs`, and the reason they are skipped on a machine without one.
+// Headless Chromium: Swagger UI rendered in it, for the tests that check what a browser shows of
+// `/docs`; the browser itself, for a test that drives a page; and the reason they are skipped on a machine without one.
 import { access, constants } from 'node:fs/promises'
-import { chromium } from 'playwright-core'
+import { chromium, type Browser } from 'playwright-core'
 
 /** Debian's `chromium` package: nothing is downloaded at install time. */
 const CHROMIUM_PATH = '/usr/bin/chromium'
@@ -40,9 +40,14 @@ export async function whyNoBrowser(): Promise<string | false> {
   return reason
 }
 
+/** Headless Chromium as the browser tests run it, for a test that drives a page itself; the caller closes it. */
+export function launchBrowser(): Promise<Browser> {
+  return chromium.launch({ executablePath: CHROMIUM_PATH, args: CHROMIUM_FLAGS })
+}
+
 /** Opens `docsUrl` in headless Chromium and reports what Swagger UI rendered and what went wrong. */
 export async function renderSwaggerUi(docsUrl: string): Promise<RenderedDocs> {
-  const browser = await chromium.launch({ executablePath: CHROMIUM_PATH, args: CHROMIUM_FLAGS })
+  const browser = await launchBrowser()
   try {
     const page = await browser.newPage()
     const problems: string[] = []

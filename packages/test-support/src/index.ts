@@ -1,7 +1,7 @@
 // What the tests and benchmarks of every package share: processes, private Redis servers,
 // certificates, logs, raw HTTP, a browser, an OTLP receiver, the configuration doc's check.
 export { LISTENING, eventually, findFreePort, isListening, nodePath, runProcess, runServiceSource, waitForStatus, type RunningProcess } from './process.ts'
-export { renderSwaggerUi, whyNoBrowser, type RenderedDocs } from './browser.ts'
+export { launchBrowser, renderSwaggerUi, whyNoBrowser, type RenderedDocs } from './browser.ts'
 export {
   createPrivateRedis,
   createPrivateSentinel,

@@ -7,6 +7,7 @@ import type { ItemsListConfig } from './config.ts'
 import { rootRoutes } from './http/root.ts'
 import { healthRoutes } from './http/health.ts'
 import { itemRoutes } from './http/items.ts'
+import { eventRoutes } from './http/events.ts'
 import { DeleteInterruptedError, InconsistentListError } from './store/item-store.ts'
 import { itemStore } from './store/plugin.ts'
 
@@ -55,7 +56,7 @@ export async function buildApp(config: ItemsListConfig, { logger }: { logger: Fa
   await app.register(serviceKit, {
     openapi: { title: 'items-list', version: '1.0.0', description: 'An ordered list of item names kept in Redis.' },
     errors: { errorBody, validationStatus: 422, mapError: mapStoreFailure },
-    cors: { origins: config.CORS_ORIGINS, methods: ['GET', 'HEAD', 'POST', 'DELETE'], exposedHeaders: ['Link', 'Idempotent-Replayed'] },
+    cors: { origins: config.CORS_ORIGINS, methods: ['GET', 'HEAD', 'POST', 'DELETE'], exposedHeaders: ['Link', 'Idempotent-Replayed', 'ETag'] },
     // Counted in the store's Redis, so that replicas share each client's count.
     rateLimit: { perMinute: config.RATE_LIMIT_PER_MINUTE, redis: app.itemStoreRedis },
   })
@@ -63,5 +64,6 @@ export async function buildApp(config: ItemsListConfig, { logger }: { logger: Fa
   await app.register(rootRoutes)
   await app.register(healthRoutes)
   await app.register(itemRoutes, { maxCount: config.ITEMS_MAX_COUNT })
+  await app.register(eventRoutes, { maxStreams: config.ITEMS_EVENTS_MAX_STREAMS, bufferBytes: config.ITEMS_EVENTS_BUFFER_BYTES })
   return app
 }

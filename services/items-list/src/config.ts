@@ -37,6 +37,21 @@ export const ItemsListConfig = Type.Object({
     minimum: 0,
     description: 'replicas that must hold an append before it is answered 201 (Redis WAIT); 0: the primary alone',
   }),
+  ITEMS_EVENTS_KEPT: Type.Integer({
+    default: 100_000,
+    minimum: 100,
+    description: 'about how many changes the events stream keeps (MAXLEN ~, at least 100): a watcher that missed more starts again with a snapshot',
+  }),
+  ITEMS_EVENTS_BUFFER_BYTES: Type.Integer({
+    default: 1_048_576,
+    minimum: 1_024,
+    description: 'bytes of events queued for one watcher past which the replica ends its stream (at least 1024); the client resumes from its last id',
+  }),
+  ITEMS_EVENTS_MAX_STREAMS: Type.Integer({
+    default: 10_000,
+    minimum: 1,
+    description: 'event streams (GET /items/events) one replica keeps open; past it 503',
+  }),
 })
 
 export type ItemsListConfig = Static<typeof ItemsListConfig>

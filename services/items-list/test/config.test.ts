@@ -21,6 +21,9 @@ t.test('defaults: port 8080 on all interfaces, Redis at localhost:6379 db 0, key
     ITEMS_MAX_COUNT: 1_000_000,
     IDEMPOTENCY_TTL_SECONDS: 86_400,
     ITEMS_MIN_REPLICAS_ACK: 0,
+    ITEMS_EVENTS_KEPT: 100_000,
+    ITEMS_EVENTS_BUFFER_BYTES: 1_048_576,
+    ITEMS_EVENTS_MAX_STREAMS: 10_000,
   })
 })
 
@@ -47,6 +50,9 @@ t.test('every variable of docs/configuration.md is read', async (t) => {
     ITEMS_MAX_COUNT: '5000',
     IDEMPOTENCY_TTL_SECONDS: '3600',
     ITEMS_MIN_REPLICAS_ACK: '1',
+    ITEMS_EVENTS_KEPT: '500',
+    ITEMS_EVENTS_BUFFER_BYTES: '65536',
+    ITEMS_EVENTS_MAX_STREAMS: '20',
   })
   t.same(config, {
     HOST: '127.0.0.1',
@@ -70,6 +76,9 @@ t.test('every variable of docs/configuration.md is read', async (t) => {
     ITEMS_MAX_COUNT: 5000,
     IDEMPOTENCY_TTL_SECONDS: 3600,
     ITEMS_MIN_REPLICAS_ACK: 1,
+    ITEMS_EVENTS_KEPT: 500,
+    ITEMS_EVENTS_BUFFER_BYTES: 65_536,
+    ITEMS_EVENTS_MAX_STREAMS: 20,
   })
 })
 
@@ -104,4 +113,9 @@ t.test('every variable it reads reaches it through `pnpm start` at the repositor
     [],
     'turbo.json lists each in the start task\'s passThroughEnv',
   )
+})
+
+t.test("the change feed's bounds: ITEMS_EVENTS_KEPT at least 100, ITEMS_EVENTS_BUFFER_BYTES at least 1024, ITEMS_EVENTS_MAX_STREAMS at least 1", async (t) => {
+  const error = t.throws(() => loadConfig(ItemsListConfig, { ITEMS_EVENTS_KEPT: '99', ITEMS_EVENTS_BUFFER_BYTES: '1000', ITEMS_EVENTS_MAX_STREAMS: '0' }))
+  t.same((error as ConfigError).problems, ['ITEMS_EVENTS_KEPT must be >= 100', 'ITEMS_EVENTS_BUFFER_BYTES must be >= 1024', 'ITEMS_EVENTS_MAX_STREAMS must be >= 1'])
 })

@@ -13,7 +13,7 @@ t.test('with CORS_ORIGINS', async (t) => {
   t.test('an allowed origin is echoed back', async (t) => {
     const res = await app.inject({ method: 'GET', url: '/items/', headers: { origin: 'https://app.example' } })
     t.equal(res.headers['access-control-allow-origin'], 'https://app.example')
-    t.equal(res.headers['access-control-expose-headers'], 'X-Request-Id, Retry-After, Link, Idempotent-Replayed')
+    t.equal(res.headers['access-control-expose-headers'], 'X-Request-Id, Retry-After, Link, Idempotent-Replayed, ETag')
   })
 
   t.test('another origin gets no CORS headers', async (t) => {

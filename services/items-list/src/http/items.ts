@@ -1,6 +1,7 @@
 // The list's routes under `/items/`: append, read (whole or by pages), delete every occurrence of a
 // name, each turning the store's refusals into the spec's statuses.
 import { Readable } from 'node:stream'
+import { Type } from '@sinclair/typebox'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyReply } from 'fastify'
 import { HttpError } from '@repo/http-errors'
@@ -50,7 +51,7 @@ export const itemRoutes: FastifyPluginAsyncTypebox<{ maxCount: number }> = async
         description:
           'Without limit, the whole list, sent as it is read. With limit, at most that many names, and a Link header to the next page while more follow.',
         querystring: ListQuery,
-        response: { 200: ItemList, 400: ErrorDetail, ...STORE_DOWN },
+        response: { 200: ItemList, 304: Type.Null({ description: 'Not modified: If-None-Match names the list as it is (whole list only)' }), 400: ErrorDetail, ...STORE_DOWN },
       },
       // The server's validator coerces nothing (a body's 1 must not pass for the name "1"); a
       // query string is all text, and `limit` is the integer its digits spell.
@@ -69,6 +70,12 @@ export const itemRoutes: FastifyPluginAsyncTypebox<{ maxCount: number }> = async
       const from = cursor === undefined ? undefined : (decodeCursor(cursor) ?? badCursor())
       try {
         if (limit !== undefined) return await sendPage(reply, store, from, limit)
+        if (from === undefined) {
+          const asked = request.headers['if-none-match']
+          // Only the header read: a list unchanged is not read again.
+          const version = asked === undefined ? undefined : await store.version()
+          if (asked !== undefined && version !== undefined && matches(asked, version)) return reply.code(304).header('etag', etagOf(version)).send(null)
+        }
         return await sendList(reply, store, from, bodyOf)
       } catch (error) {
         if (error instanceof ForeignPositionError) badCursor('cursor is from another list')
@@ -101,6 +108,20 @@ function sendAdded(reply: FastifyReply) {
   return reply.code(201).type(JSON_TYPE).send(ADDED)
 }
 
+/** The list's version as a weak validator (an ETag has no spaces). */
+function etagOf(version: string): string {
+  return `W/"${version.replaceAll(' ', '.')}"`
+}
+
+/** Whether `If-None-Match` names `version` (weak comparison, RFC 9110). */
+function matches(ifNoneMatch: string, version: string): boolean {
+  const tag = etagOf(version).slice(2)
+  return ifNoneMatch.split(',').some((asked) => {
+    const trimmed = asked.trim()
+    return trimmed === '*' || (trimmed.startsWith('W/') ? trimmed.slice(2) : trimmed) === tag
+  })
+}
+
 function badCursor(detail = 'cursor is not one this service gave'): never {
   throw new HttpError(400, { detail })
 }
@@ -126,6 +147,7 @@ async function sendList(reply: FastifyReply, store: ItemStore, from: ReadPositio
   // The first step always comes: nothing stops the read before it.
   const first = (await steps.next()).value!
   reply.type(JSON_TYPE)
+  if (from === undefined && first.version !== undefined) reply.header('etag', etagOf(first.version))
   if (!first.next) return reply.send(bodyOf(first.names))
   // HEAD has no body: nothing more to read for it, nor the step read ahead.
   if (reply.request.method === 'HEAD') {

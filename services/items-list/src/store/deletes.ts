@@ -32,7 +32,7 @@ export async function removeAll(list: ListClient, name: string): Promise<number>
   let continuing = false
   for (;;) {
     const step = await list.withLayout('remove_step', (listId) =>
-      list.run('remove_step', (client) => client.removeStep(keys, listId, lock, name, token, from, REMOVE_STEP_MICROS, REMOVE_LOCK_MS, continuing)),
+      list.run('remove_step', (client) => client.removeStep(keys, listId, lock, name, token, from, REMOVE_STEP_MICROS, REMOVE_LOCK_MS, continuing, list.eventsKept)),
     )
     if (step.state === 'lost') throw new DeleteInterruptedError(`the delete lost its lock after removing ${removed} occurrences: its outcome is unknown`)
     if (step.state === 'busy') {

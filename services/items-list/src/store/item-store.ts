@@ -41,6 +41,12 @@ export interface ItemStore {
   /** The first `limit` names from `from` (or the start), with the same guarantees as `steps`. */
   page(from: ReadPosition | undefined, limit: number): Promise<Page>
   /**
+   * The list's version, the header's fields read with one O(1) round trip: it never comes back
+   * once changed, so it is the whole list's validator. None before the list exists or while an
+   * earlier version's list is moved in (a delete and an append there may bring it back).
+   */
+  version(): Promise<string | undefined>
+  /**
    * Removes every occurrence of `name`, in steps of a few milliseconds each; resolves to how many
    * it removed. Of concurrent deletes of one name, one removes it and the others then find none.
    */
@@ -103,7 +109,7 @@ export function createItemStore(connection: RedisConnection<ItemStoreScripts>, s
  * `ITEMS_MIN_REPLICAS_ACK`, one WAIT.
  */
 function createAppends(list: ListClient, settings: ItemStoreSettings): Pick<ItemStore, 'append' | 'appendOnce'> {
-  const args = appendArguments(list.keys, settings.maxCount, settings.idempotencyTtlSeconds)
+  const args = appendArguments(list.keys, settings.maxCount, settings.idempotencyTtlSeconds, list.eventsKept)
   const appendInGroup = createAppendGroups(
     (command, appends, askedAt) =>
       list.withLayout(command, (listId) => list.acknowledged(command, (client) => client.appendGroup(args, listId, appends), askedAt)),
@@ -146,7 +152,7 @@ const RESET_BATCH_CHUNKS = 100
 async function resetList(list: ListClient): Promise<number> {
   let highest = 0
   for await (const step of list.chunkKeys('reset')) for (const { number } of step) highest = Math.max(highest, number)
-  const tail = await list.run('reset', (client) => client.reset(list.keys, list.newListId(), highest))
+  const tail = await list.run('reset', (client) => client.reset(list.keys, list.newListId(), highest, list.eventsKept))
   let deleted = 0
   for await (const step of list.chunkKeys('reset')) {
     const old = step.filter(({ number }) => number <= tail).map(({ key }) => key)

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto'
+import { EVENTS_SUFFIX } from './events-emit.ts'
 
 /**
  * The list's shape in Redis: its keys, and how what Redis holds is read back (docs/list.md, "How
@@ -15,6 +16,7 @@ import { createHash } from 'node:crypto'
  *   and, while an earlier version's list is being moved in, `legacy`.
  * - `<key>:legacy`: the list an earlier version kept at `<key>` (`RPUSH`), moved into chunks
  *   from its head a batch at a time. Until it is empty, appends go to its tail, after it.
+ * - `<key>:events`: the change feed, a Redis Stream that every write script adds to (docs/events.md).
  */
 export const CHUNK_NAMES = 1_000
 
@@ -37,6 +39,8 @@ export interface ListKeys {
   deleting(nameHash: string): string
   /** The record of an append made under an idempotency key. */
   idempotency(key: string): string
+  /** The list's change feed: a Redis Stream (`events-emit.ts`). */
+  events: string
 }
 
 export function listKeys(key: string): ListKeys {
@@ -54,6 +58,7 @@ export function listKeys(key: string): ListKeys {
     },
     deleting: (nameHash) => `${key}:deleting:${nameHash}`,
     idempotency: (idempotencyKey) => `${key}:idempotency:${idempotencyKey}`,
+    events: `${key}${EVENTS_SUFFIX}`,
   }
 }
 
@@ -122,6 +127,17 @@ export interface ReadPosition {
 export interface Page {
   names: string[]
   next: ReadPosition | undefined
+  /**
+   * On a read from the list's start: the header's version, read before the names, when it names
+   * this list and nothing is moving in (the list's validator, `ETag`); none otherwise.
+   */
+  version?: string | undefined
+}
+
+/** The header's version as a validator: when the list is whole in its chunks and the header names the index's list. */
+export function versionOf(fields: HeaderFields, listId: string | undefined): string | undefined {
+  const header = decodeHeader(fields)
+  return listId !== undefined && header.listId === listId && !header.legacy ? header.version : undefined
 }
 
 /** A new list's first chunk: a fresh read guesses it before it knows better. */

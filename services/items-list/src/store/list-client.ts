@@ -6,6 +6,7 @@ import { createAcknowledgedAppends, type OneConnection } from './acknowledged-ap
 import { InconsistentListError } from './errors.ts'
 import { listKeys, type ListKeys } from './layout.ts'
 import { INCONSISTENT, NO_LAYOUT } from './lua.ts'
+import { DEFAULT_EVENTS_KEPT } from './events-emit.ts'
 import type { ItemStoreScripts, MigrationProgress } from './scripts.ts'
 import type { StoreCommand } from './metrics.ts'
 
@@ -25,6 +26,8 @@ type Send<T> = (client: RedisCommands<ItemStoreScripts>) => Promise<T>
  */
 export interface ListClient {
   keys: ListKeys
+  /** `ITEMS_EVENTS_KEPT`: about how many events the list's stream keeps (`MAXLEN ~`). */
+  eventsKept: number
   /** The connection's epoch: it goes up when Redis may hold less than was read from it. */
   readonly epoch: number
   /** An id for a script to give the list if it is the one to make it (`ensure()`). */
@@ -74,13 +77,15 @@ export interface ListClientSettings {
    * aside, `/ready` included, for want of a copy.
    */
   appends?: RedisConnection<ItemStoreScripts>
+  /** `ITEMS_EVENTS_KEPT`: about how many events the list's stream keeps; DEFAULT_EVENTS_KEPT when not given. */
+  eventsKept?: number
   /** Told of every command refused because the list's keys disagree, with how they disagree. */
   onInconsistent?: (command: StoreCommand, reason: string) => void
 }
 
 /** The `ListClient` of the list at `settings.key`, over `connection`. */
 export function createListClient(connection: RedisConnection<ItemStoreScripts>, settings: ListClientSettings): ListClient {
-  const { minReplicasAck = 0, appends = connection, onInconsistent: report } = settings
+  const { minReplicasAck = 0, appends = connection, onInconsistent: report, eventsKept = DEFAULT_EVENTS_KEPT } = settings
   const keys = listKeys(settings.key)
   const newListId = createListIdMinter()
   const sendAcknowledged = minReplicasAck > 0 ? createAcknowledgedAppends(appends, minReplicasAck) : undefined
@@ -104,6 +109,7 @@ export function createListClient(connection: RedisConnection<ItemStoreScripts>, 
 
   return {
     keys,
+    eventsKept,
     get epoch() {
       return connection.epoch
     },
@@ -116,7 +122,7 @@ export function createListClient(connection: RedisConnection<ItemStoreScripts>, 
       if (reason !== '') throw inconsistent(report, command, reason)
     },
     withLayout,
-    migrateStep: (chunks) => withLayout('migrate_step', (listId) => run('migrate_step', (client) => client.migrateStep(keys, listId, chunks))),
+    migrateStep: (chunks) => withLayout('migrate_step', (listId) => run('migrate_step', (client) => client.migrateStep(keys, listId, chunks, eventsKept))),
     chunkKeys,
   }
 }

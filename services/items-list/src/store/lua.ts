@@ -1,5 +1,6 @@
 import { defineScript, type CommandParser, type RedisScripts } from 'redis'
 import { CHUNK_INFIX, CHUNK_NAMES, ID_PREFIX, LEGACY_MEMBER } from './layout.ts'
+import { EVENT_MOVED, EVENT_RESET } from './events-emit.ts'
 
 /**
  * What the store's scripts (`scripts.ts`) are written with: the Lua they share, the two answers
@@ -46,7 +47,9 @@ export const KEYS = `local index, header, legacy = KEYS[1], KEYS[2], KEYS[3]`
  * header the id of an index made before the header kept it; it answers false, having written
  * nothing, when the layout must be made and ARGV[1] is ''. `migrate(chunks)` moves up to that
  * many chunks' worth of names from the legacy list's head into new chunks, and clears `legacy`
- * from the index and the header once it is empty.
+ * from the index and the header once it is empty. A new list and the end of a move are each an
+ * event (`events-emit.ts`): the script that includes PRELUDE has
+ * `EVENTS_EMIT` (and so `EVENTS_KEPT`) before it.
  */
 export const PRELUDE = `
 local CHUNK_NAMES = ${CHUNK_NAMES}
@@ -103,6 +106,8 @@ local function ensure()
     redis.call('HSET', header, 'count', 0)
   end
   redis.call('HSET', header, 'id', id, 'tail', 0, 'fill', CHUNK_NAMES)
+  -- A new list: every watcher starts again from it.
+  emit('${EVENT_RESET}', {})
   return true
 end
 
@@ -121,7 +126,8 @@ local function migrate(chunks)
   end
   if redis.call('EXISTS', legacy) == 0 then
     redis.call('ZREM', index, '${LEGACY_MEMBER}')
-    redis.call('HDEL', header, '${LEGACY_MEMBER}')
+    -- The move ended: the names it moved have positions now, and every watcher reads them afresh.
+    if redis.call('HDEL', header, '${LEGACY_MEMBER}') == 1 then emit('${EVENT_MOVED}', {}) end
   end
   redis.call('HSET', header, 'tail', tail, 'fill', fill)
   return moved

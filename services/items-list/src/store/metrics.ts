@@ -7,7 +7,7 @@ import type { CommandOutcome } from '@repo/service-kit'
  * What the store sends, as `command` label values: each a Redis script, command or round trip of
  * commands, all bounded whatever the list's length (a read or a delete of a long list is many).
  */
-export const STORE_COMMANDS = ['append', 'append_once', 'read', 'held_list', 'remove_step', 'migrate_step', 'counts', 'check', 'reset'] as const
+export const STORE_COMMANDS = ['append', 'append_once', 'read', 'held_list', 'remove_step', 'migrate_step', 'counts', 'check', 'reset', 'version', 'events_state', 'events_snapshot', 'events_read'] as const
 export type StoreCommand = (typeof STORE_COMMANDS)[number]
 
 const OUTCOMES: readonly CommandOutcome[] = ['ok', 'error', 'timeout']

@@ -9,6 +9,8 @@ import type { StoreCommand } from './metrics.ts'
 import { ITEM_STORE_SCRIPTS } from './scripts.ts'
 import { createAppendGroupMetric, createInconsistencyMetric, createListMetrics, createStoreMetrics, STORE_UP_GAUGE } from './metrics.ts'
 import { migrateInBackground } from './migration.ts'
+import { createFeedReader, createFeedReads, type FeedReader, type FeedReads } from './change-feed.ts'
+import { createListClient } from './list-client.ts'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -19,6 +21,8 @@ declare module 'fastify' {
      * limit, so that replicas on one Redis share each client's count.
      */
     itemStoreRedis: RateLimitRedis
+    /** The list's change feed: its reads, and the replica's one reader of new events. */
+    itemFeed: { reads: FeedReads; reader: FeedReader }
   }
 }
 
@@ -39,6 +43,7 @@ export interface ItemStorePluginOptions {
     | 'ITEMS_MAX_COUNT'
     | 'IDEMPOTENCY_TTL_SECONDS'
     | 'ITEMS_MIN_REPLICAS_ACK'
+    | 'ITEMS_EVENTS_KEPT'
   >
 }
 
@@ -73,6 +78,7 @@ export const itemStore = fp<ItemStorePluginOptions>(
       maxCount: config.ITEMS_MAX_COUNT,
       idempotencyTtlSeconds: config.IDEMPOTENCY_TTL_SECONDS,
       minReplicasAck: config.ITEMS_MIN_REPLICAS_ACK,
+      eventsKept: config.ITEMS_EVENTS_KEPT,
       onAppendGroup: createAppendGroupMetric(app.metrics),
       onInconsistent(command: StoreCommand, reason: string) {
         countInconsistency(command)
@@ -85,10 +91,14 @@ export const itemStore = fp<ItemStorePluginOptions>(
     const isAvailable = () => connection.isAvailable
     createListMetrics(app.metrics, config.ITEMS_MAX_COUNT, () => store.counts(), isAvailable)
     const stopMigrating = migrateInBackground(store, isAvailable, app.log)
+    const feedReads = createFeedReads(createListClient(connection, settings))
+    const feedReader = createFeedReader(connection, feedReads, `${config.ITEMS_KEY}:events`, app.log)
     app.decorate('itemStore', store)
+    app.decorate('itemFeed', { reads: feedReads, reader: feedReader })
     app.decorate<RateLimitRedis>('itemStoreRedis', connection.client)
     app.addHook('onClose', async () => {
       stopMigrating()
+      feedReader.stop()
       await Promise.all([connection.close(), appends?.close()])
     })
   },

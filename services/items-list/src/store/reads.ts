@@ -14,6 +14,7 @@ import {
   type IndexMembers,
   type Page,
   type ReadPosition,
+  versionOf,
 } from './layout.ts'
 import { MIGRATE_STEP_CHUNKS, onLayout, type ListClient } from './list-client.ts'
 
@@ -26,6 +27,8 @@ import { MIGRATE_STEP_CHUNKS, onLayout, type ListClient } from './list-client.ts
 export interface Reads {
   steps(from?: ReadPosition, stop?: AbortSignal): AsyncGenerator<Page, void, undefined>
   page(from: ReadPosition | undefined, limit: number): Promise<Page>
+  /** The list's version (`Page.version`), one O(1) round trip; none before the list exists or while one is moved in. */
+  version(): Promise<string | undefined>
 }
 
 /** What one round trip of a read found: chunks' entries as stored, tombstones included. */
@@ -55,12 +58,16 @@ const MAX_STEP_CHUNKS = 8
 export function createReads(list: ListClient): Reads {
   const readChunks = createChunkReader(list)
   const readStart = createHeldList(list, () =>
-    readChunks().then((read) => ({ page: pageOf(read), header: read.header, listId: read.listId, whole: read.next === undefined })),
+    readChunks().then((read) => ({ page: { ...pageOf(read), version: versionOf(read.header, read.listId) }, header: read.header, listId: read.listId, whole: read.next === undefined })),
   )
   const read = (from?: ReadPosition) => (from ? readChunks(from).then(pageOf) : readStart())
   return {
     steps: (from, stop) => steps(read, from, stop),
     page: (from, limit) => page(readChunks, from, limit),
+    version: () =>
+      onLayout(list, 'version', (client) => Promise.all([client.hmGet(list.keys.header, HEADER_VERSION), client.zRange(list.keys.index, '-inf', '-inf', { BY: 'SCORE', LIMIT: { offset: 0, count: 1 } })])).then(
+        ([header, members]) => versionOf(header, decodeIndex(members).listId),
+      ),
   }
 }
 

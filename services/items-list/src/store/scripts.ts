@@ -1,5 +1,7 @@
 import { layoutKeys, LEGACY_MEMBER, TOMBSTONE, CHUNK_INFIX, CHUNK_NAMES, ID_PREFIX, type LayoutKeys, type ListKeys } from './layout.ts'
+import { EVENTS_READ_SCRIPTS } from './events-read.ts'
 import { DECLARED, INCONSISTENT, KEYS, NO_LAYOUT, PRELUDE, script } from './lua.ts'
+import { DEFAULT_EVENTS_KEPT, EVENT_APPEND, EVENT_REMOVE, EVENT_RESET, EVENTS_EMIT, eventsKeptFrom } from './events-emit.ts'
 
 /**
  * The Lua scripts that write the list (the layout they keep is `layout.ts`'s; the Lua they share,
@@ -31,16 +33,17 @@ export interface MigrationProgress {
 
 /**
  * What every group of appends of one list sends alike, built once (`appendArguments`): its keys,
- * ITEMS_MAX_COUNT and IDEMPOTENCY_TTL_SECONDS as text.
+ * ITEMS_MAX_COUNT, IDEMPOTENCY_TTL_SECONDS and ITEMS_EVENTS_KEPT as text.
  */
 export interface AppendArguments {
   keys: LayoutKeys
   maxCount: string
   ttlSeconds: string
+  eventsKept: string
 }
 
-export function appendArguments(keys: ListKeys, maxCount: number, ttlSeconds: number): AppendArguments {
-  return { keys: layoutKeys(keys), maxCount: String(maxCount), ttlSeconds: String(ttlSeconds) }
+export function appendArguments(keys: ListKeys, maxCount: number, ttlSeconds: number, eventsKept = DEFAULT_EVENTS_KEPT): AppendArguments {
+  return { keys: layoutKeys(keys), maxCount: String(maxCount), ttlSeconds: String(ttlSeconds), eventsKept: String(eventsKept) }
 }
 
 /** One append of a group: its name, and for one made under an idempotency key, its record's key and the name's fingerprint. */
@@ -52,8 +55,8 @@ export interface GroupedAppend {
 
 /**
  * The appends of a group, in arrival order (docs/list.md, "Appends in groups"). ARGV[1]: a list
- * id, or '' (the common case); ARGV[2]: ITEMS_MAX_COUNT; ARGV[3]: a record's lifetime (s); then
- * two arguments an append: its name and its fingerprint ('' without an idempotency key). KEYS[4]
+ * id, or '' (the common case); ARGV[2]: ITEMS_MAX_COUNT; ARGV[3]: a record's lifetime (s); ARGV[4]:
+ * ITEMS_EVENTS_KEPT; then two arguments an append: its name and its fingerprint ('' without an idempotency key). KEYS[4]
  * on: the records of the appends that have a key, in the same order. Answers NO_LAYOUT having
  * written nothing, or an outcome per append, in order: 'appended', 'full' (the cap reached, by
  * the list or by the appends before it in the group), 'replayed' or 'conflict' (its key already
@@ -71,10 +74,12 @@ export interface GroupedAppend {
 const appendGroupScript = script(
   `${DECLARED}
 ${KEYS}
+${eventsKeptFrom(4)}
+${EVENTS_EMIT}
 local maxCount, ttl = tonumber(ARGV[2]), ARGV[3]
-local appends = (#ARGV - 3) / 2
-local function nameOf(i) return ARGV[2 + 2 * i] end
-local function fingerprintOf(i) return ARGV[3 + 2 * i] end
+local appends = (#ARGV - 4) / 2
+local function nameOf(i) return ARGV[3 + 2 * i] end
+local function fingerprintOf(i) return ARGV[4 + 2 * i] end
 
 -- Each record read once; a group of conflicts alone needs no list.
 local recordOf, stored, needsList = {}, {}, false
@@ -105,7 +110,7 @@ if needsList then
 end
 
 -- Each append's outcome, in order, as if each were a script of its own.
-local outcomes, recordedHere = {}, {}
+local outcomes, recordedHere, appended = {}, {}, {}
 -- A group of conflicts alone read no header: it stores nothing, from a count of 0.
 local count, tail, fill, toLegacy = tonumber(at[1]) or 0, tonumber(at[2]), tonumber(at[3]), at[4]
 local before = count
@@ -136,10 +141,11 @@ end
 
 for i = 1, appends do
   if outcomes[i] == 'appended' then
-    -- One name's write: whatever is written for this one name (its push, its record; an event
-    -- of the name, were there one) is written here, and only here.
+    -- One name's write: whatever is written for this one name (its push, its record, its place
+    -- in the group's event) is written here, and only here.
     local name = nameOf(i)
     if toLegacy then
+      -- A name of the legacy list has no position yet: the move's end is the event (lua.ts, migrate()).
       redis.call('RPUSH', legacy, name)
     else
       if fill >= ${CHUNK_NAMES} then
@@ -147,6 +153,8 @@ for i = 1, appends do
         redis.call('ZADD', index, tail, tail)
       end
       redis.call('RPUSH', index .. '${CHUNK_INFIX}' .. tail, name)
+      appended[#appended + 1] = position(tail, fill)
+      appended[#appended + 1] = name
       fill = fill + 1
     end
     if recordOf[i] then redis.call('SET', recordOf[i], fingerprintOf(i), 'EX', ttl) end
@@ -157,6 +165,7 @@ if count > before then
     redis.call('HSET', header, 'count', count)
   else
     redis.call('HSET', header, 'count', count, 'tail', tail, 'fill', fill)
+    emit('${EVENT_APPEND}', appended)
   end
 end
 -- A replay rewrites its record as it is, so that a WAIT after the group waits for the replicas to
@@ -172,7 +181,7 @@ return outcomes`,
     parser.push(String(list.keys.length + records.length))
     parser.pushKeys(list.keys)
     parser.pushKeys(records)
-    parser.push(listId, list.maxCount, list.ttlSeconds)
+    parser.push(listId, list.maxCount, list.ttlSeconds, list.eventsKept)
     for (const { name, fingerprint } of appends) parser.push(name, fingerprint ?? '')
   },
   (reply) => (reply === NO_LAYOUT ? NO_LAYOUT : (reply as OnceOutcome[])),
@@ -181,7 +190,8 @@ return outcomes`,
 /**
  * KEYS[4]: the name's delete lock. ARGV[2]: the name, ARGV[3]: this delete's token, ARGV[4]: the
  * first chunk number to look at, ARGV[5]: the step's budget (µs, by Redis's own clock), ARGV[6]:
- * the lock's lifetime (ms), ARGV[7]: 1 for a step after this delete's first.
+ * the lock's lifetime (ms), ARGV[7]: 1 for a step after this delete's first, ARGV[8]:
+ * ITEMS_EVENTS_KEPT. The occurrences a step removes are its event: their positions.
  *
  * Turns every occurrence of the name in the chunks from ARGV[4] on into a tombstone (`LPOS … COUNT 0`
  * finds them, `LSET` replaces them: the chunk's other names keep their places), drops chunks left
@@ -200,6 +210,8 @@ return outcomes`,
 const removeStepScript = script(
   `${DECLARED} flags=allow-oom
 ${KEYS}
+${eventsKeptFrom(8)}
+${EVENTS_EMIT}
 ${PRELUDE}
 if not ensure() then return {'${NO_LAYOUT}'} end
 local lock, name, token, from = KEYS[4], ARGV[2], ARGV[3], tonumber(ARGV[4])
@@ -211,7 +223,7 @@ elseif holder then
 end
 local function now() local t = redis.call('TIME'); return t[1] * 1000000 + t[2] end
 local deadline = now() + tonumber(ARGV[5])
-local removed, finished = 0, false
+local removed, finished, gone = 0, false, {}
 while not finished and now() < deadline do
   local members = redis.call('ZRANGE', index, from, '+inf', 'BYSCORE', 'LIMIT', 0, 16)
   finished = #members == 0
@@ -223,7 +235,11 @@ while not finished and now() < deadline do
     local n = tonumber(member)
     local key = chunk(n)
     local found = redis.call('LPOS', key, name, 'COUNT', 0)
-    for _, at in ipairs(found) do redis.call('LSET', key, at, '${TOMBSTONE}') end
+    for _, at in ipairs(found) do
+      redis.call('LSET', key, at, '${TOMBSTONE}')
+      gone[#gone + 1] = position(n, at)
+      gone[#gone + 1] = ''
+    end
     removed = removed + #found
     if #found > 0 and #redis.call('LPOS', key, '${TOMBSTONE}', 'COUNT', 0) == redis.call('LLEN', key) then
       redis.call('DEL', key)
@@ -235,7 +251,10 @@ while not finished and now() < deadline do
     if now() >= deadline then break end
   end
 end
-if removed > 0 then redis.call('HINCRBY', header, 'count', -removed) end
+if removed > 0 then
+  redis.call('HINCRBY', header, 'count', -removed)
+  emit('${EVENT_REMOVE}', gone)
+end
 if finished then
   if holder then redis.call('DEL', lock) end
   return {'done', removed}
@@ -243,9 +262,9 @@ end
 redis.call('SET', lock, token, 'PX', ARGV[6])
 return {'more', removed, from}`,
   4,
-  (parser, keys: ListKeys, listId: string, lock: string, name: string, token: string, from: number, budgetMicros: number, lockMs: number, continuing: boolean) => {
+  (parser, keys: ListKeys, listId: string, lock: string, name: string, token: string, from: number, budgetMicros: number, lockMs: number, continuing: boolean, eventsKept = DEFAULT_EVENTS_KEPT) => {
     parser.pushKeys([...layoutKeys(keys), lock])
-    parser.push(listId, name, token, String(from), String(budgetMicros), String(lockMs), continuing ? '1' : '0')
+    parser.push(listId, name, token, String(from), String(budgetMicros), String(lockMs), continuing ? '1' : '0', String(eventsKept))
   },
   (reply): DeleteProgress | typeof NO_LAYOUT => {
     const [state, removed, from] = reply as [string, number?, number?]
@@ -257,20 +276,22 @@ return {'more', removed, from}`,
 )
 
 /**
- * ARGV[2]: chunks to move. Makes the layout exist (turning an earlier version's list into the
+ * ARGV[2]: chunks to move, ARGV[3]: ITEMS_EVENTS_KEPT. Makes the layout exist (turning an earlier version's list into the
  * legacy list), and moves up to that many chunks' worth of names in.
  */
 const migrateStepScript = script(
   `${DECLARED}
 ${KEYS}
+${eventsKeptFrom(3)}
+${EVENTS_EMIT}
 ${PRELUDE}
 if not ensure() then return '${NO_LAYOUT}' end
 local moved = migrate(tonumber(ARGV[2]))
 return {moved, redis.call('LLEN', legacy)}`,
   3,
-  (parser, keys: ListKeys, listId: string, chunks: number) => {
+  (parser, keys: ListKeys, listId: string, chunks: number, eventsKept = DEFAULT_EVENTS_KEPT) => {
     parser.pushKeys(layoutKeys(keys))
-    parser.push(listId, String(chunks))
+    parser.push(listId, String(chunks), String(eventsKept))
   },
   (reply): MigrationProgress | typeof NO_LAYOUT => {
     if (reply === NO_LAYOUT) return NO_LAYOUT
@@ -286,6 +307,8 @@ return {moved, redis.call('LLEN', legacy)}`,
 const checkScript = script(
   `${DECLARED} flags=no-writes
 ${KEYS}
+local EVENTS_KEPT = nil
+${EVENTS_EMIT}
 ${PRELUDE}
 local reason = diagnose()
 if reason then return reason end
@@ -297,7 +320,9 @@ return ''`,
 )
 
 /**
- * ARGV[1]: the new list's id, ARGV[2]: the highest chunk number a SCAN found.
+ * ARGV[1]: the new list's id, ARGV[2]: the highest chunk number a SCAN found, ARGV[3]:
+ * ITEMS_EVENTS_KEPT. Its event (a reset) is written with it: the events stream is kept, so that
+ * a watcher's next event says the list was replaced.
  *
  * Empties the list whatever state its keys are in: a new, empty list with a new id (so cursors
  * into the old one are refused) takes the place of the index, the header and the legacy list at
@@ -309,6 +334,8 @@ return ''`,
 const resetScript = script(
   `${DECLARED} flags=allow-oom
 ${KEYS}
+${eventsKeptFrom(3)}
+${EVENTS_EMIT}
 local tail = math.max(tonumber(redis.call('HGET', header, 'tail')) or 0, tonumber(ARGV[2]))
 if redis.call('TYPE', index).ok == 'zset' then
   local last = redis.call('ZRANGE', index, '+inf', '-inf', 'BYSCORE', 'REV', 'LIMIT', 0, 2)
@@ -317,11 +344,12 @@ end
 redis.call('DEL', index, header, legacy)
 redis.call('ZADD', index, '-inf', '${ID_PREFIX}' .. ARGV[1])
 redis.call('HSET', header, 'count', 0, 'id', ARGV[1], 'tail', tail, 'fill', ${CHUNK_NAMES})
+emit('${EVENT_RESET}', {})
 return tail`,
   3,
-  (parser, keys: ListKeys, listId: string, highestFound: number) => {
+  (parser, keys: ListKeys, listId: string, highestFound: number, eventsKept = DEFAULT_EVENTS_KEPT) => {
     parser.pushKeys(layoutKeys(keys))
-    parser.push(listId, String(highestFound))
+    parser.push(listId, String(highestFound), String(eventsKept))
   },
   (reply) => Number(reply),
 )
@@ -333,5 +361,6 @@ export const ITEM_STORE_SCRIPTS = {
   migrateStep: migrateStepScript,
   check: checkScript,
   reset: resetScript,
+  ...EVENTS_READ_SCRIPTS,
 }
 export type ItemStoreScripts = typeof ITEM_STORE_SCRIPTS

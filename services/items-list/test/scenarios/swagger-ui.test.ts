@@ -8,5 +8,5 @@ t.test('Swagger UI at /docs renders every operation in headless Chromium, with n
 
   const { operations, problems } = await renderSwaggerUi(`${address}/docs`)
   t.same(problems, [], 'no console error, page error or CSP violation')
-  t.same([...operations].sort(), ['/', '/health', '/items/', '/items/', '/items/{item_name}', '/metrics', '/ready'])
+  t.same([...operations].sort(), ['/', '/health', '/items/', '/items/', '/items/events', '/items/{item_name}', '/metrics', '/ready'])
 })

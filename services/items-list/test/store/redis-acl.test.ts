@@ -138,14 +138,14 @@ async function permissionsOf(username: string) {
   return { user, commands, keys: String(user.keys), channels: String(user.channels), dangerousAllowed: commands.filter((rule) => rule.startsWith('+') && dangerous.has(rule.slice(1))) }
 }
 
-t.test('the ACL file gives items-list exactly its list (index, header, chunks, legacy list, delete locks), its idempotency records and its rate-limit counts, no channel, and the commands it sends', async (t) => {
+t.test('the ACL file gives items-list exactly its list (index, header, chunks, legacy list, delete locks, events), its idempotency records and its rate-limit counts, no channel, and the commands it sends', async (t) => {
   const { user, commands, keys, channels, dangerousAllowed } = await permissionsOf(itemsList.username)
   t.match(user.flags, ['on'])
   t.equal(user.passwords.length, 1, 'one password, stored hashed')
-  t.equal(keys, '~items ~items:header ~items:legacy ~items:chunk:* ~items:deleting:* ~items:idempotency:* ~rate-limit:items-list:*')
+  t.equal(keys, '~items ~items:header ~items:legacy ~items:chunk:* ~items:deleting:* ~items:idempotency:* ~items:events ~rate-limit:items-list:*')
   t.equal(channels, '', 'no pub/sub channel')
   const list = ['+type', '+exists', '+rename', '+del', '+zadd', '+zrem', '+zscore', '+zrange', '+hget', '+hmget', '+hset', '+hsetnx', '+hincrby', '+hdel', '+rpush', '+lpop', '+llen', '+lpos', '+lset', '+lrange', '+time']
-  t.same(commands, ['-@all', '+ping', '+select', ...list, '+get', '+set', '+evalsha', '+eval', '+incr', '+pexpire', '+pttl', '+wait', '+scan', '+unlink'].toSorted())
+  t.same(commands, ['-@all', '+ping', '+select', ...list, '+get', '+set', '+evalsha', '+eval', '+incr', '+pexpire', '+pttl', '+wait', '+scan', '+unlink', '+xadd', '+xinfo', '+xrange', '+xread'].toSorted())
   t.same(dangerousAllowed, [], 'no @dangerous command')
 })
 
