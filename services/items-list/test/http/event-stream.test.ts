@@ -25,6 +25,16 @@ function streamOf(reads: Partial<FeedReads>, lastEventId: string | undefined) {
   return { stream, snapshots, text: () => text }
 }
 
+/** The reasons of the first `count` snapshots a stream over `reads` starts, once it has started them. */
+async function snapshotsOf(reads: Partial<FeedReads>, lastEventId: string | undefined, count: number): Promise<SnapshotReason[]> {
+  const { stream, snapshots } = streamOf(reads, lastEventId)
+  const running = stream.run()
+  for (let tries = 0; tries < 1000 && snapshots.length < count; tries++) await new Promise((resolve) => setImmediate(resolve))
+  stream.end()
+  await running
+  return snapshots.slice(0, count)
+}
+
 t.test('a reset met while catching up after a resume starts the stream again with a snapshot', async (t) => {
   let snapshotted = false
   const { stream, snapshots, text } = streamOf(
@@ -106,22 +116,15 @@ t.test('an event id is the list and the entry, and the event within it; anything
 
 t.test('a list replaced between two snapshot steps starts the snapshot again', async (t) => {
   let calls = 0
-  const { stream, snapshots } = streamOf(
-    {
-      snapshotStep: async () => {
-        calls++
-        if (calls === 1) return { ...STATE, last: '0-0', segments: [{ chunk: 1, offset: 0, entries: ['a'] }], next: 2 }
-        return { ...STATE, listId: 'M', last: '0-0', segments: [], next: undefined }
-      },
-      range: rangeOf([]),
+  const reads = {
+    snapshotStep: async () => {
+      calls++
+      if (calls === 1) return { ...STATE, last: '0-0', segments: [{ chunk: 1, offset: 0, entries: ['a'] }], next: 2 }
+      return { ...STATE, listId: 'M', last: '0-0', segments: [], next: undefined }
     },
-    undefined,
-  )
-  const running = stream.run()
-  for (let tries = 0; tries < 1000 && snapshots.length < 2; tries++) await new Promise((resolve) => setImmediate(resolve))
-  stream.end()
-  await running
-  t.same(snapshots.slice(0, 2), ['no_id', 'reset'])
+    range: rangeOf([]),
+  }
+  t.same(await snapshotsOf(reads, undefined, 2), ['no_id', 'reset'])
 })
 
 t.test('a stream ended while it waits for its client to take a frame stops there', async (t) => {
@@ -138,14 +141,8 @@ t.test('a stream ended while it waits for its client to take a frame stops there
 })
 
 t.test("a resume point is refused for another list, past the stream's end, or trimmed; a point inside an entry sends the rest of it", async (t) => {
-  const reasonOf = async (id: string, state: Partial<FeedState>) => {
-    const { stream, snapshots } = streamOf({ state: async () => ({ ...STATE, ...state }), snapshotStep: async () => ({ ...STATE, last: '0-0', segments: [], next: undefined }), range: rangeOf([]) }, id)
-    const running = stream.run()
-    for (let tries = 0; tries < 100 && snapshots.length === 0; tries++) await new Promise((resolve) => setImmediate(resolve))
-    stream.end()
-    await running
-    return snapshots[0]
-  }
+  const reasonOf = async (id: string, state: Partial<FeedState>) =>
+    (await snapshotsOf({ state: async () => ({ ...STATE, ...state }), snapshotStep: async () => ({ ...STATE, last: '0-0', segments: [], next: undefined }), range: rangeOf([]) }, id, 1))[0]
   t.equal(await reasonOf('X.1-0', {}), 'reset')
   t.equal(await reasonOf('L.9-0', {}), 'failover')
   t.equal(await reasonOf('L.0-0', { maxDeleted: '3-0' }), 'too_old')
@@ -206,39 +203,22 @@ t.test('a list replaced between two snapshot steps, seen in the changes between 
     { ...STATE, last: '3-0', segments: [], next: undefined },
   ]
   let calls = 0
-  const { stream, snapshots } = streamOf(
-    {
-      snapshotStep: async () => steps[calls++] ?? { ...STATE, last: '3-0', segments: [], next: undefined },
-      range: rangeOf([append('1-0', 'a'), { id: '2-0', type: 'z', pairs: [] }, append('3-0', 'y', 2, 0)]),
-    },
-    undefined,
-  )
-  const running = stream.run()
-  for (let tries = 0; tries < 1000 && snapshots.length < 2; tries++) await new Promise((resolve) => setImmediate(resolve))
-  stream.end()
-  await running
-  t.same(snapshots.slice(0, 2), ['no_id', 'reset'])
+  const reads = {
+    snapshotStep: async () => steps[calls++] ?? { ...STATE, last: '3-0', segments: [], next: undefined },
+    range: rangeOf([append('1-0', 'a'), { id: '2-0', type: 'z', pairs: [] }, append('3-0', 'y', 2, 0)]),
+  }
+  t.same(await snapshotsOf(reads, undefined, 2), ['no_id', 'reset'])
 })
 
 t.test('a list gone (no header) is another list: for a resume point, and between two snapshot steps', async (t) => {
-  const resumed = streamOf({ state: async () => ({ ...STATE, listId: undefined }), snapshotStep: async () => ({ ...STATE, listId: undefined, last: '0-0', segments: [], next: undefined }), range: rangeOf([]) }, 'L.1-0')
-  const running = resumed.stream.run()
-  for (let tries = 0; tries < 100 && resumed.snapshots.length === 0; tries++) await new Promise((resolve) => setImmediate(resolve))
-  resumed.stream.end()
-  await running
-  t.same(resumed.snapshots.slice(0, 1), ['reset'], 'a point of list L, when there is no list')
+  const noList = { ...STATE, listId: undefined }
+  const gone = { state: async () => noList, snapshotStep: async () => ({ ...noList, last: '0-0', segments: [], next: undefined }), range: rangeOf([]) }
+  t.same(await snapshotsOf(gone, 'L.1-0', 1), ['reset'], 'a point of list L, when there is no list')
 
   let calls = 0
-  const stepped = streamOf(
-    {
-      snapshotStep: async () => (++calls === 1 ? { ...STATE, last: '0-0', segments: [], next: 2 } : { ...STATE, listId: undefined, last: '0-0', segments: [], next: undefined }),
-      range: rangeOf([]),
-    },
-    undefined,
-  )
-  const steppedRun = stepped.stream.run()
-  for (let tries = 0; tries < 1000 && stepped.snapshots.length < 2; tries++) await new Promise((resolve) => setImmediate(resolve))
-  stepped.stream.end()
-  await steppedRun
-  t.same(stepped.snapshots.slice(0, 2), ['no_id', 'reset'], 'the list gone after the first step')
+  const goneAfterOneStep = {
+    snapshotStep: async () => (++calls === 1 ? { ...STATE, last: '0-0', segments: [], next: 2 } : { ...noList, last: '0-0', segments: [], next: undefined }),
+    range: rangeOf([]),
+  }
+  t.same(await snapshotsOf(goneAfterOneStep, undefined, 2), ['no_id', 'reset'], 'the list gone after the first step')
 })
