@@ -9,7 +9,9 @@
  * - The project's own shape, for comparison with earlier figures: 10 connections of 10 pipelined
  *   requests, 2 s slices, against the same commands on the service's own layout.
  *
- * Usage: node bench/run.ts [--shape=stack|own|both] (both by default). The ceiling sends the same
+ * Usage: node bench/run.ts [--shape=stack|own|both] [--streams=N] (both by default; with N, that
+ * many `GET /items/events` streams stay open on the service throughout, each read to the end by
+ * this process, so that the figures include fanning every change out to them). The ceiling sends the same
  * Redis commands on the same layout; the GET is also set, for information, against one
  * `LRANGE 0 -1` of a plain Redis list (the layout of earlier versions, which cannot serve a long
  * list: `pnpm bench:scale`).
@@ -34,7 +36,7 @@ import { compareInSlices, eventually, findFreePort, reportComparison, runService
 import { groupSizes } from './group-sizes.ts'
 
 const SERVICE_ROOT = fileURLToPath(new URL('..', import.meta.url))
-const { values: options } = parseArgs({ options: { shape: { type: 'string', default: 'both' } } })
+const { values: options } = parseArgs({ options: { shape: { type: 'string', default: 'both' }, streams: { type: 'string', default: '0' } } })
 const TARGET = 0.9
 const GET_TARGET = 0.95
 /** The stack's shape: one request at a time on each of 50 connections, 1 s slices, three runs. */
@@ -74,6 +76,7 @@ interface Server {
 }
 
 const problems: string[] = []
+let watchers: { stop(): string } | undefined
 const running: ChildProcess[] = []
 const redis = await startPrivateRedis({ durable: false })
 const inspector = await createClient({ socket: { host: '127.0.0.1', port: redis.port } }).connect()
@@ -96,6 +99,7 @@ try {
     if (target.method === 'POST') await unappend()
   }
 
+  watchers = await watch(service, Number(options.streams))
   const own = options.shape !== 'stack'
   const stack = options.shape !== 'own'
   const shape = { connections: CONNECTIONS, pipelining: PIPELINING, sliceSeconds: SLICE_SECONDS, rounds: ROUNDS }
@@ -129,6 +133,7 @@ try {
 } catch (error) {
   problems.push(`benchmark aborted: ${error instanceof Error ? error.message : String(error)}`)
 } finally {
+  if (watchers) console.log(watchers.stop())
   for (const server of running) server.kill('SIGKILL')
   inspector.destroy()
   await redis.dispose()
@@ -188,4 +193,39 @@ function load(): string {
   return loadavg()
     .map((value) => value.toFixed(1))
     .join(' ')
+}
+
+/**
+ * `count` change-feed streams open on `server`, each read to its end; resolves once every one has
+ * sent its snapshot. `stop()` closes them and says what they received.
+ */
+async function watch(server: Server, count: number): Promise<{ stop(): string } | undefined> {
+  if (count === 0) return undefined
+  const abort = new AbortController()
+  let bytes = 0
+  let synced = 0
+  const ended: string[] = []
+  for (let index = 0; index < count; index++) {
+    const response = await fetch(`${server.url}/items/events`, { signal: abort.signal })
+    if (response.status !== 200) throw new Error(`GET /items/events answered ${response.status}`)
+    void (async () => {
+      let seenSynced = false
+      for await (const chunk of response.body! as AsyncIterable<Uint8Array>) {
+        bytes += chunk.byteLength
+        if (!seenSynced && Buffer.from(chunk).includes('event: synced')) {
+          seenSynced = true
+          synced++
+        }
+      }
+      ended.push('ended by the service')
+    })().catch(() => {})
+  }
+  await eventually(async () => synced === count, 200)
+  console.log(`${count} streams of GET /items/events open on the service, each read to its end\n`)
+  return {
+    stop() {
+      abort.abort()
+      return `the ${count} streams received ${(bytes / 1e6).toFixed(1)} MB in all; ${ended.length} were ended by the service before the bench closed them\n`
+    },
+  }
 }

@@ -36,7 +36,7 @@ export function createEventMetrics(registry: Registry, lastAnswer: () => number)
   for (const reason of REASONS) snapshots.inc({ reason }, 0)
   return {
     reports: {
-      sent: (type) => sent.inc({ type }),
+      sent: (type, count) => sent.inc({ type }, count),
       resumed: () => resumes.inc(),
       snapshot: (reason) => snapshots.inc({ reason }),
       slow: () => slow.inc(),

@@ -12,7 +12,7 @@ export type SnapshotReason = 'no_id' | 'too_old' | 'reset' | 'failover'
 
 /** What a stream reports, for the metrics. */
 export interface StreamReports {
-  sent(type: 'reset' | 'append' | 'remove' | 'synced'): void
+  sent(type: 'reset' | 'append' | 'remove' | 'synced', count: number): void
   resumed(): void
   snapshot(reason: SnapshotReason): void
   slow(): void
@@ -31,6 +31,44 @@ const NO_LIST = '0'
 const RANGE_COUNT = 200
 /** What a queued entry is counted as beside its names and positions. */
 const ENTRY_OVERHEAD_BYTES = 64
+
+/**
+ * A live entry's frames, made once per replica and list for all its streams: every stream in step
+ * with the reader sends an entry whole, with the same ids.
+ */
+const framesOfEntries = new WeakMap<FeedEntry, Map<string, { frames: string; events: number }>>()
+
+/** The frames of all of `entry`'s events, as a stream of list `listId` sends them live. */
+function framesOf(entry: FeedEntry, listId: string): { frames: string; events: number } {
+  const byList = framesOfEntries.get(entry) ?? new Map<string, { frames: string; events: number }>()
+  framesOfEntries.set(entry, byList)
+  const made = byList.get(listId) ?? framesFrom(entry, 0, liveIds(entry, listId))
+  byList.set(listId, made)
+  return made
+}
+
+/** An entry's event ids as sent live: the entry's own on its last event, `.<n>` on those before. */
+function liveIds(entry: FeedEntry, listId: string): (index: number, last: boolean) => string {
+  return (index, last) => (last ? `${listId}.${entry.id}` : `${listId}.${entry.id}.${index}`)
+}
+
+/** The frames of `entry`'s events from its `from`th on (a remove is one event), with the ids `idOf` gives. */
+function framesFrom(entry: FeedEntry, from: number, idOf: (index: number, last: boolean) => string): { frames: string; events: number } {
+  if (entry.type === EVENT_REMOVE) {
+    const removed = from === 0 ? entry.pairs.map(([at]) => at) : []
+    return removed.length === 0 ? { frames: '', events: 0 } : { frames: frame(idOf(0, true), 'remove', JSON.stringify({ at: removed })), events: 1 }
+  }
+  let frames = ''
+  for (let index = from; index < entry.pairs.length; index++) {
+    const [at, name] = entry.pairs[index]!
+    frames += frame(idOf(index, index === entry.pairs.length - 1), 'append', JSON.stringify({ name, at }))
+  }
+  return { frames, events: Math.max(0, entry.pairs.length - from) }
+}
+
+function frame(id: string, event: string, data: string): string {
+  return `id: ${id}\nevent: ${event}\ndata: ${data}\n\n`
+}
 
 /**
  * An event id: `<list id>.<entry id>` once a stream entry's events are all sent, `<list id>.<entry
@@ -112,24 +150,18 @@ export function createEventStream(sink: PassThrough, lastEventId: string | undef
   }
 
   async function send(id: string, event: 'reset' | 'append' | 'remove' | 'synced', data: string): Promise<void> {
-    await write(`id: ${id}\nevent: ${event}\ndata: ${data}\n\n`)
-    reports.sent(event)
+    await write(frame(id, event, data))
+    reports.sent(event, 1)
   }
 
   const snapshotId = () => `${listId}.s${snapshotCount++}`
 
-  /** An entry's events. `snapshot`: sent inside a snapshot, with ids that resume nothing. */
+  /** An entry's events from its `skip`th on. `snapshot`: sent inside a snapshot, with ids that resume nothing. */
   async function sendEntry(entry: FeedEntry, skip: number, snapshot: boolean): Promise<void> {
-    if (entry.type === EVENT_REMOVE) {
-      if (skip === 0 && entry.pairs.length > 0) await send(snapshot ? snapshotId() : `${listId}.${entry.id}`, 'remove', JSON.stringify({ at: entry.pairs.map(([at]) => at) }))
-      return
-    }
-    const lastIndex = entry.pairs.length - 1
-    for (let index = skip; index <= lastIndex; index++) {
-      const [at, name] = entry.pairs[index]!
-      const id = snapshot ? snapshotId() : index === lastIndex ? `${listId}.${entry.id}` : `${listId}.${entry.id}.${index}`
-      await send(id, 'append', JSON.stringify({ name, at }))
-    }
+    const { frames, events } = snapshot ? framesFrom(entry, 0, snapshotId) : skip === 0 ? framesOf(entry, listId) : framesFrom(entry, skip, liveIds(entry, listId))
+    if (events === 0) return
+    await write(frames)
+    reports.sent(entry.type === EVENT_REMOVE ? 'remove' : 'append', events)
   }
 
   /**

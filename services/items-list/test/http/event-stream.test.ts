@@ -222,3 +222,28 @@ t.test('a list gone (no header) is another list: for a resume point, and between
   }
   t.same(await snapshotsOf(goneAfterOneStep, undefined, 2), ['no_id', 'reset'], 'the list gone after the first step')
 })
+
+t.test('a resume point inside a remove (one event: no id names a part of it) sends none of it again', async (t) => {
+  const removal: FeedEntry = { id: '1-0', type: 'r', pairs: [[position(1, 0), ''], [position(1, 1), '']] }
+  const { stream, text } = streamOf({ range: rangeOf([removal, append('2-0', 'd', 1, 2)]) }, 'L.1-0.0')
+  const running = stream.run()
+  for (let tries = 0; tries < 1000 && !text().includes('"d"'); tries++) await new Promise((resolve) => setImmediate(resolve))
+  stream.end()
+  await running
+  t.same([...text().matchAll(/id: (\S+)\nevent: (\w+)/g)].map(([, id, event]) => `${id} ${event}`), ['L.2-0 append'])
+})
+
+t.test("one entry handed to streams of two lists is sent to each with its own list's ids", async (t) => {
+  const entry = append('2-0', 'e', 1, 1)
+  const streams = ['L', 'M', 'L'].map((listId) => streamOf({ state: async () => ({ ...STATE, listId }), range: rangeOf([append('1-0', 'a')]) }, `${listId}.1-0`))
+  const runs = streams.map(({ stream }) => stream.run())
+  await new Promise((resolve) => setImmediate(resolve))
+  for (const { stream } of streams) stream.listener.entry(entry)
+  for (let tries = 0; tries < 1000 && !streams.every(({ text }) => text().includes('"e"')); tries++) await new Promise((resolve) => setImmediate(resolve))
+  for (const { stream } of streams) stream.end()
+  await Promise.all(runs)
+  t.same(
+    streams.map(({ text }) => /id: (\S+)\nevent: append/.exec(text())?.[1]),
+    ['L.2-0', 'M.2-0', 'L.2-0'],
+  )
+})
